@@ -1,0 +1,31 @@
+"""Scheduler actions, run in the configured order within a session (ACT-1..6).
+
+Each action is a function ``execute(session) -> None`` registered under Volcano's name.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from tidesched.framework.session import Session
+
+ACTIONS: dict[str, Callable[["Session"], None]] = {}
+
+
+def register_action(name: str) -> Callable[[Callable[["Session"], None]], Callable[["Session"], None]]:
+    def deco(fn: Callable[["Session"], None]) -> Callable[["Session"], None]:
+        ACTIONS[name] = fn
+        return fn
+
+    return deco
+
+
+def load_all() -> None:
+    """Import every action module so that it registers itself."""
+    from tidesched.actions import allocate, backfill, enqueue  # noqa: F401
+
+    try:
+        from tidesched.actions import preempt, reclaim  # noqa: F401
+    except ImportError:  # pragma: no cover - while those actions are being written
+        pass

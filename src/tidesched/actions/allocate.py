@@ -1,0 +1,105 @@
+"""allocate (ACT-2): place pending tasks queue by queue, job by job, gang all-or-nothing.
+
+Per Volcano actions/allocate: queues in QueueOrder (overused queues skipped), each turn the
+queue's best job (JobOrder) gets a Statement; its pending non-best-effort tasks go in
+TaskOrder to the best-scored feasible node, preferring nodes whose *idle* resources fit
+(allocate) over nodes that fit only once releasing resources are freed (pipeline). The
+statement commits when the job is ready (JobReady), stays staged when it is only pipelined,
+and is discarded otherwise. A task that finds no node stops the job unless the job could
+still reach its minimum without that task's role (NeedContinueAllocating).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tidesched.actions import register_action
+from tidesched.framework.placement import best_node, feasible_nodes
+from tidesched.framework.session import FitErrors, PriorityQueue
+from tidesched.framework.statement import Statement
+from tidesched.model.status import PodGroupPhase, TaskStatus
+
+if TYPE_CHECKING:
+    from tidesched.framework.session import Session
+    from tidesched.model.infos import JobInfo, QueueInfo
+
+
+@register_action("allocate")
+def execute(ssn: "Session") -> None:
+    has_enqueue = "enqueue" in ssn.config.actions
+    queues = PriorityQueue(ssn.queue_order_less)
+    jobs_by_queue: dict[str, PriorityQueue] = {}
+    for job in ssn.jobs.values():
+        if job.is_pending():
+            if has_enqueue:
+                continue
+            # Without an enqueue action, allocate admits jobs itself.
+            job.phase = PodGroupPhase.INQUEUE
+        vr = ssn.job_valid(job)
+        if vr is not None and not vr.passed:
+            continue
+        if job.queue not in ssn.queues:
+            continue
+        if job.queue not in jobs_by_queue:
+            jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_less)
+            queues.push(ssn.queues[job.queue])
+        jobs_by_queue[job.queue].push(job)
+
+    pending_tasks: dict[str, PriorityQueue] = {}
+    while not queues.empty():
+        queue = queues.pop()
+        if ssn.overused(queue):
+            continue
+        jobs = jobs_by_queue.get(queue.uid)
+        if jobs is None or jobs.empty():
+            continue
+        job = jobs.pop()
+        tasks = pending_tasks.get(job.uid)
+        if tasks is None:
+            tasks = PriorityQueue(
+                ssn.task_order_less,
+                (t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort),
+            )
+            pending_tasks[job.uid] = tasks
+        if tasks.empty():
+            queues.push(queue)
+            continue
+
+        stmt = Statement(ssn)
+        _allocate_tasks(ssn, stmt, tasks, job, queue)
+        if ssn.job_ready(job):
+            stmt.commit()
+            if not tasks.empty():
+                jobs.push(job)
+        elif not ssn.job_pipelined(job):
+            stmt.discard()
+        queues.push(queue)
+
+
+def _allocate_tasks(ssn: "Session", stmt: Statement, tasks: PriorityQueue, job: "JobInfo", queue: "QueueInfo") -> None:
+    table = ssn.table
+    while not tasks.empty():
+        task = tasks.pop()
+        if not ssn.allocatable(queue, task):
+            continue
+        if job.task_has_fit_errors(task):
+            continue
+        err = ssn.pre_predicate(task)
+        if err:
+            job.fit_errors[task.uid] = FitErrors(total_nodes=len(table), message=err)
+            break
+        feasible, pred, fit = feasible_nodes(ssn, task)
+        if not feasible.any():
+            job.fit_errors[task.uid] = ssn.fit_errors(task, pred, fit)
+            if job.need_continue_allocating():
+                continue
+            break
+        idle_fit = feasible & table.fits(task, table.idle)
+        node = best_node(ssn, task, idle_fit) if idle_fit.any() else best_node(ssn, task, feasible)
+        assert node is not None
+        if idle_fit[node]:
+            stmt.allocate(task, table.names[node])
+        else:
+            stmt.pipeline(task, table.names[node])
+        if ssn.job_ready(job) and not tasks.empty():
+            break

@@ -1,0 +1,44 @@
+"""enqueue (ACT-1): move Pending PodGroups to Inqueue when the JobEnqueueable plugins allow.
+
+Queues take turns in QueueOrder, each contributing its best Pending job (JobOrder) per turn,
+so one busy queue cannot starve the admission of others (Volcano actions/enqueue).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tidesched.actions import register_action
+from tidesched.framework.session import PriorityQueue
+from tidesched.model.status import PodGroupPhase
+
+if TYPE_CHECKING:
+    from tidesched.framework.session import Session
+
+
+@register_action("enqueue")
+def execute(ssn: "Session") -> None:
+    queues = PriorityQueue(ssn.queue_order_less)
+    seen: set[str] = set()
+    pending: dict[str, PriorityQueue] = {}
+    for job in ssn.jobs.values():
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
+            continue
+        if queue.uid not in seen:
+            seen.add(queue.uid)
+            queues.push(queue)
+        if job.is_pending():
+            pending.setdefault(job.queue, PriorityQueue(ssn.job_order_less)).push(job)
+
+    while not queues.empty():
+        queue = queues.pop()
+        jobs = pending.get(queue.uid)
+        if jobs is None or jobs.empty():
+            continue
+        job = jobs.pop()
+        if job.min_resources is None or ssn.job_enqueueable(job):
+            ssn.job_enqueued(job)
+            job.phase = PodGroupPhase.INQUEUE
+            job.enqueued_this_session = True
+        queues.push(queue)

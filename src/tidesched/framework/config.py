@@ -1,0 +1,963 @@
+"""Scheduler configuration in Volcano's format (SPEC CONF-1, CONF-3).
+
+The accepted document is the one ``volcano-scheduler`` reads from ``--scheduler-conf``::
+
+    actions: "enqueue, allocate, backfill"
+    tiers:
+    - plugins:
+      - name: gang
+        enablePreemptable: false
+      - name: nodeorder
+        arguments: {leastrequested.weight: 1}
+    configurations:
+    - name: preempt
+      arguments: {enableTopologyAwarePreemption: true}
+    metrics: {...}
+
+It may also be given as a Kubernetes ConfigMap manifest whose ``data`` holds a ``*.conf`` key
+(``volcano-scheduler.conf: |``); line numbers in errors then point into the manifest.
+
+Differences from upstream, all on the side of telling the operator more:
+
+* Every per-plugin switch is accepted under both the ``enable<X>`` and ``enabled<X>``
+  spelling (upstream knows exactly one spelling per switch and silently ignores the other).
+  The non-upstream spelling produces a warning so nobody is surprised when the same file
+  behaves differently under real Volcano.
+* Unknown plugins, unknown actions (also in ``configurations``), non-boolean switches,
+  duplicate YAML keys and bad argument types are errors that name file, line and field,
+  instead of log lines.
+* Unknown keys are collected in ``SchedulerConfig.warnings``.
+
+Switch defaulting follows upstream: after a YAML file is parsed every unset switch becomes
+``True`` except ``hierarchy`` and ``cluster_order``; a hook counts as enabled only when its
+switch is set and true. ``PluginOption`` built in code is *not* defaulted, like the tiers that
+Volcano's Go unit tests build by hand.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+__all__ = [
+    "HOOKS",
+    "DEFAULT_OFF_HOOKS",
+    "VOLCANO_SWITCH_KEYS",
+    "SWITCH_KEYS",
+    "DEFAULT_CONFIG_TEXT",
+    "ConfigError",
+    "Origin",
+    "Arguments",
+    "PluginOption",
+    "Tier",
+    "SchedulerConfig",
+    "load_config",
+    "load_config_file",
+    "default_config",
+]
+
+# --------------------------------------------------------------------------------------------
+# Switches
+# --------------------------------------------------------------------------------------------
+
+# Canonical hook name -> the one YAML key upstream Volcano reads for it.  Upstream mixes the
+# "enable" and "enabled" prefixes; this table records which one each switch really uses.
+VOLCANO_SWITCH_KEYS: Mapping[str, str] = {
+    "job_order": "enableJobOrder",
+    "hierarchy": "enableHierarchy",
+    "job_ready": "enableJobReady",
+    "job_pipelined": "enableJobPipelined",
+    "task_order": "enableTaskOrder",
+    "preemptable": "enablePreemptable",
+    "reclaimable": "enableReclaimable",
+    "preemptive": "enablePreemptive",
+    "queue_order": "enableQueueOrder",
+    "cluster_order": "enabledClusterOrder",
+    "predicate": "enablePredicate",
+    "best_node": "enableBestNode",
+    "node_order": "enableNodeOrder",
+    "target_job": "enableTargetJob",
+    "reserved_nodes": "enableReservedNodes",
+    "job_enqueued": "enableJobEnqueued",
+    "victim": "enabledVictim",
+    "job_starving": "enableJobStarving",
+    "overused": "enabledOverused",
+    "allocatable": "enabledAllocatable",
+    "hyper_node_order": "enabledHyperNodeOrder",
+    "sub_job_ready": "enabledSubJobReady",
+    "sub_job_pipelined": "enabledSubJobPipelined",
+    "sub_job_order": "enabledSubJobOrder",
+    "hyper_node_gradient": "enabledHyperNodeGradient",
+}
+
+HOOKS: tuple[str, ...] = tuple(VOLCANO_SWITCH_KEYS)
+
+# Upstream leaves these unset (hence off) when a config file does not mention them.
+DEFAULT_OFF_HOOKS: frozenset[str] = frozenset({"hierarchy", "cluster_order"})
+
+
+def _both_spellings(volcano_key: str) -> tuple[str, str]:
+    if volcano_key.startswith("enabled"):
+        suffix = volcano_key[len("enabled"):]
+    else:
+        suffix = volcano_key[len("enable"):]
+    return "enable" + suffix, "enabled" + suffix
+
+
+# Every accepted YAML switch key -> canonical hook.
+SWITCH_KEYS: Mapping[str, str] = {
+    spelling: hook
+    for hook, key in VOLCANO_SWITCH_KEYS.items()
+    for spelling in _both_spellings(key)
+}
+
+# Keys that older Volcano releases read; accepted with a warning so old files still load.
+_OBSOLETE_PLUGIN_KEYS = {
+    "enableNamespaceOrder": "namespace ordering was removed from Volcano; the key is ignored",
+    "enabledNamespaceOrder": "namespace ordering was removed from Volcano; the key is ignored",
+}
+
+# Volcano's built-in configuration (pkg/scheduler/util.go), used when no file is given.
+DEFAULT_CONFIG_TEXT = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+_TOP_LEVEL_KEYS = ("actions", "tiers", "configurations", "metrics")
+
+
+# --------------------------------------------------------------------------------------------
+# Errors and origins
+# --------------------------------------------------------------------------------------------
+
+
+class ConfigError(ValueError):
+    """A configuration that must not be used.
+
+    ``str(err)`` reads ``<source>:<line>: <field>: <reason>``; parts that are unknown are left
+    out.  ``line`` is 1-based.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.reason = reason
+        self.source = source
+        self.line = line
+        self.field = field
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        location = ""
+        if self.source is not None:
+            location = self.source if self.line is None else f"{self.source}:{self.line}"
+        elif self.line is not None:
+            location = f"line {self.line}"
+        parts = [p for p in (location, self.field) if p]
+        parts.append(self.reason)
+        return ": ".join(parts)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a piece of configuration came from, for error messages."""
+
+    source: str
+    line: int | None
+    path: str
+
+
+# --------------------------------------------------------------------------------------------
+# Arguments
+# --------------------------------------------------------------------------------------------
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+class Arguments(Mapping[str, Any]):
+    """Read-only ``arguments:`` map of a plugin or action, with typed getters.
+
+    A getter returns ``default`` when the key is absent or null.  A value of the wrong type is
+    a :class:`ConfigError` naming the owner and key (upstream only logs a warning and keeps
+    the default, which hides typos such as a quoted number).  Types follow upstream's
+    ``framework/arguments.go``: ints for ``get_int``, ints or floats for ``get_float``, real
+    booleans for ``get_bool`` and strings for ``get_str``; strings are never parsed.
+    Keys may contain dots (``leastrequested.weight``); they are plain keys, not paths.
+    """
+
+    __slots__ = ("_data", "_owner", "_origin", "_lines")
+
+    def __init__(
+        self,
+        data: Mapping[str, Any] | None = None,
+        *,
+        owner: str = "arguments",
+        origin: Origin | None = None,
+        lines: Mapping[str, int] | None = None,
+    ) -> None:
+        self._data: dict[str, Any] = dict(data or {})
+        self._owner = owner
+        self._origin = origin
+        self._lines: dict[str, int] = dict(lines or {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Arguments({self._data!r}, owner={self._owner!r})"
+
+    @property
+    def owner(self) -> str:
+        return self._owner
+
+    def _bad(self, key: str, expected: str, value: Any, hint: str = "") -> ConfigError:
+        reason = f"{self._owner}: expected {expected}, got {_describe(value)}{hint}"
+        if self._origin is None:
+            return ConfigError(reason, field=f"arguments[{key!r}]")
+        return ConfigError(
+            reason,
+            source=self._origin.source,
+            line=self._lines.get(key, self._origin.line),
+            field=f"{self._origin.path}[{key!r}]",
+        )
+
+    def _lookup(self, key: str) -> Any:
+        return self._data.get(key)
+
+    @staticmethod
+    def _quoted_hint(value: Any) -> str:
+        if isinstance(value, str):
+            return " (write the value without quotes)"
+        return ""
+
+    def get_int(self, key: str, default: int) -> int:
+        value = self._lookup(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._bad(key, "an integer", value, self._quoted_hint(value))
+        return value
+
+    def get_float(self, key: str, default: float) -> float:
+        value = self._lookup(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self._bad(key, "a number", value, self._quoted_hint(value))
+        return float(value)
+
+    def get_bool(self, key: str, default: bool) -> bool:
+        value = self._lookup(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self._bad(key, "true or false", value, self._quoted_hint(value))
+        return value
+
+    def get_str(self, key: str, default: str) -> str:
+        value = self._lookup(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self._bad(key, "a string", value, " (quote the value)")
+        return value
+
+    def get_mapping(self, key: str, default: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """A nested mapping argument (e.g. ``podOwnerReferenceToServiceType``)."""
+        value = self._lookup(key)
+        if value is None:
+            return dict(default or {})
+        if not isinstance(value, Mapping):
+            raise self._bad(key, "a mapping", value)
+        return dict(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Data model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=True)
+class PluginOption:
+    """One ``- name: ...`` entry of a tier.
+
+    ``switches`` is keyed by canonical hook name (see :data:`HOOKS`); every hook is present,
+    ``None`` meaning unset.  Constructing one in code does no defaulting: an unset switch is
+    off, exactly like a Go ``conf.PluginOption{}`` literal.  The loader calls
+    :meth:`apply_defaults`.
+    """
+
+    name: str
+    switches: dict[str, bool | None] = field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict)
+    origin: Origin | None = field(default=None, compare=False, repr=False)
+    argument_lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        normalized: dict[str, bool | None] = dict.fromkeys(HOOKS)
+        for hook, value in self.switches.items():
+            if hook not in normalized:
+                raise ValueError(f"plugin {self.name!r}: unknown hook {hook!r} (known: {', '.join(HOOKS)})")
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(f"plugin {self.name!r}: switch {hook!r} must be bool or None, got {value!r}")
+            normalized[hook] = value
+        object.__setattr__(self, "switches", normalized)
+        object.__setattr__(self, "arguments", dict(self.arguments))
+
+    def __repr__(self) -> str:
+        set_switches = {h: v for h, v in self.switches.items() if v is not None}
+        return f"PluginOption(name={self.name!r}, switches={set_switches!r}, arguments={self.arguments!r})"
+
+    def enabled(self, hook: str) -> bool:
+        """True only if the switch is set and true (upstream ``isEnabled``)."""
+        try:
+            return self.switches[hook] is True
+        except KeyError:
+            raise ValueError(f"unknown hook {hook!r} (known: {', '.join(HOOKS)})") from None
+
+    def apply_defaults(self) -> PluginOption:
+        """Copy with every unset switch turned on, except the hooks in DEFAULT_OFF_HOOKS."""
+        switches = {
+            hook: (True if value is None and hook not in DEFAULT_OFF_HOOKS else value)
+            for hook, value in self.switches.items()
+        }
+        return PluginOption(
+            self.name,
+            switches=switches,
+            arguments=self.arguments,
+            origin=self.origin,
+            argument_lines=self.argument_lines,
+        )
+
+    @property
+    def args(self) -> Arguments:
+        """The plugin's ``arguments`` with typed getters whose errors point at the file."""
+        origin = None
+        if self.origin is not None:
+            origin = Origin(self.origin.source, self.origin.line, self.origin.path + ".arguments")
+        return Arguments(
+            self.arguments, owner=f"plugin {self.name!r}", origin=origin, lines=self.argument_lines
+        )
+
+
+@dataclass
+class Tier:
+    plugins: list[PluginOption] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[PluginOption]:
+        return iter(self.plugins)
+
+
+@dataclass
+class SchedulerConfig:
+    """A validated scheduler configuration."""
+
+    actions: list[str]
+    tiers: list[Tier]
+    configurations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metrics: dict[str, str] = field(default_factory=dict)
+    source: str = "<config>"
+    warnings: list[str] = field(default_factory=list)
+    # Where each action's arguments were written, for Arguments error messages.
+    configuration_origins: dict[str, Origin] = field(default_factory=dict, compare=False, repr=False)
+    configuration_lines: dict[str, dict[str, int]] = field(default_factory=dict, compare=False, repr=False)
+
+    def action_arguments(self, name: str) -> Arguments:
+        """Arguments of ``configurations: - name: <name>``; empty if none were given."""
+        origin = self.configuration_origins.get(name)
+        if origin is not None:
+            origin = Origin(origin.source, origin.line, origin.path + ".arguments")
+        return Arguments(
+            self.configurations.get(name, {}),
+            owner=f"action {name!r}",
+            origin=origin,
+            lines=self.configuration_lines.get(name),
+        )
+
+    def has_action(self, name: str) -> bool:
+        return name in self.actions
+
+    def plugin_names(self) -> list[str]:
+        return [p.name for tier in self.tiers for p in tier.plugins]
+
+    def plugin(self, name: str) -> PluginOption | None:
+        for tier in self.tiers:
+            for option in tier.plugins:
+                if option.name == name:
+                    return option
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# YAML plumbing
+# --------------------------------------------------------------------------------------------
+
+_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+class _ValueConstructor(yaml.constructor.SafeConstructor):
+    """Builds argument values the way Go's yaml decoder sees them in an ``interface{}``."""
+
+    def construct_yaml_timestamp(self, node: Node) -> Any:  # type: ignore[override]
+        # yaml.v2 only decodes timestamps into time.Time fields; in a free map they stay text.
+        return self.construct_scalar(node)  # type: ignore[arg-type]
+
+
+_ValueConstructor.add_constructor("tag:yaml.org,2002:timestamp", _ValueConstructor.construct_yaml_timestamp)
+
+
+def _construct(node: Node) -> Any:
+    return _ValueConstructor().construct_document(node)
+
+
+def _safe_construct(node: Node) -> Any:
+    """_construct for messages: never raises, falls back to the raw text."""
+    try:
+        return _construct(node)
+    except yaml.YAMLError:
+        return getattr(node, "value", None)
+
+
+def _closest(word: str, candidates: Collection[str]) -> str:
+    lowered = {c.lower(): c for c in candidates}
+    if word.lower() in lowered:
+        return f'; did you mean "{lowered[word.lower()]}"?'
+    match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.75)
+    return f'; did you mean "{match[0]}"?' if match else ""
+
+
+class _Reader:
+    """Walks a composed YAML node tree, keeping file/line context for messages."""
+
+    def __init__(self, source: str, line_offset: int) -> None:
+        self.source = source
+        self.line_offset = line_offset
+        self.warnings: list[str] = []
+
+    def line(self, node: Node) -> int:
+        return node.start_mark.line + 1 + self.line_offset
+
+    def error(self, node: Node | None, path: str | None, reason: str) -> ConfigError:
+        return ConfigError(reason, source=self.source, line=None if node is None else self.line(node), field=path)
+
+    def warn(self, node: Node, path: str, message: str) -> None:
+        self.warnings.append(f"{self.source}:{self.line(node)}: {path}: {message}")
+
+    def mapping(self, node: Node, path: str, what: str = "a mapping") -> list[tuple[str, Node, Node]]:
+        """Key/value pairs of a mapping node; duplicate keys are an error, as in yaml.v2."""
+        if not isinstance(node, MappingNode):
+            raise self.error(node, path, f"expected {what}, got {_kind(node)}")
+        seen: dict[str, Node] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, ScalarNode) and key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.key(key_node, path)
+            if key in seen:
+                raise self.error(
+                    key_node, path, f"duplicate key {key!r} (first at line {self.line(seen[key])})"
+                )
+            seen[key] = key_node
+        # Resolve "<<" merge keys; explicit keys come last and therefore win.
+        try:
+            yaml.constructor.SafeConstructor().flatten_mapping(node)
+        except yaml.MarkedYAMLError as exc:
+            raise self.error(node, path, f"invalid merge key: {exc.problem}") from None
+        pairs: dict[str, tuple[Node, Node]] = {}
+        for key_node, value_node in node.value:
+            pairs[self.key(key_node, path)] = (key_node, value_node)
+        return [(k, kn, vn) for k, (kn, vn) in pairs.items()]
+
+    def key(self, node: Node, path: str) -> str:
+        if not isinstance(node, ScalarNode):
+            raise self.error(node, path, f"mapping keys must be scalars, got {_kind(node)}")
+        # Go decodes any scalar key into a string field by its text.
+        return str(node.value)
+
+    def sequence(self, node: Node, path: str) -> list[Node]:
+        if _is_null(node):
+            return []
+        if not isinstance(node, SequenceNode):
+            raise self.error(node, path, f"expected a list, got {_kind(node)}")
+        return list(node.value)
+
+    def text(self, node: Node, path: str) -> str:
+        if not isinstance(node, ScalarNode) or _is_null(node):
+            raise self.error(node, path, f"expected a string, got {_kind(node)}")
+        return str(node.value)
+
+    def value_tree(self, node: Node, path: str) -> Any:
+        """Plain Python value of a subtree; duplicate keys anywhere below are errors."""
+        if isinstance(node, MappingNode):
+            for key, _, child in self.mapping(node, path):
+                self.value_tree(child, f"{path}[{key!r}]")
+        elif isinstance(node, SequenceNode):
+            for i, child in enumerate(node.value):
+                self.value_tree(child, f"{path}[{i}]")
+        try:
+            return _construct(node)
+        except yaml.MarkedYAMLError as exc:
+            raise self.error(node, path, f"cannot read value: {exc.problem}") from None
+
+
+def _is_null(node: Node) -> bool:
+    return isinstance(node, ScalarNode) and node.tag == _NULL_TAG
+
+
+def _kind(node: Node) -> str:
+    if isinstance(node, MappingNode):
+        return "a mapping"
+    if isinstance(node, SequenceNode):
+        return "a list"
+    if _is_null(node):
+        return "null"
+    value = _safe_construct(node)
+    if isinstance(value, bool):
+        return f"boolean {node.value}"
+    if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
+        return f"number {node.value}"
+    return f"string {node.value!r}"
+
+
+def _compose_all(text: str, source: str, line_offset: int) -> list[Node]:
+    try:
+        return [doc for doc in yaml.compose_all(text, Loader=_Loader) if doc is not None]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = None if mark is None else mark.line + 1 + line_offset
+        problem = exc.problem or exc.context or "malformed document"
+        if exc.context and exc.problem:
+            problem = f"{problem} ({exc.context})"
+        raise ConfigError(f"invalid YAML: {problem}", source=source, line=line) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}", source=source) from None
+
+
+# --------------------------------------------------------------------------------------------
+# Finding the scheduler configuration (bare file or ConfigMap)
+# --------------------------------------------------------------------------------------------
+
+
+def _configmap_entries(reader: _Reader, doc: Node) -> list[tuple[str, Node]] | None:
+    """``*.conf`` entries of a ConfigMap document, or None when ``doc`` is not a ConfigMap."""
+    if not isinstance(doc, MappingNode):
+        return None
+    pairs = {k: v for k, _, v in reader.mapping(doc, "")}
+    kind = pairs.get("kind")
+    if not (isinstance(kind, ScalarNode) and kind.value == "ConfigMap"):
+        return None
+    data = pairs.get("data")
+    if data is None or _is_null(data):
+        return []
+    return [(k, v) for k, _, v in reader.mapping(data, "data") if k.endswith(".conf")]
+
+
+def _select(
+    text: str, source: str, conf_key: str | None
+) -> tuple[Node | None, str, int]:
+    """Return (root node of the scheduler config, source label, line offset)."""
+    outer = _Reader(source, 0)
+    docs = _compose_all(text, source, 0)
+    if not docs:
+        return None, source, 0
+
+    entries: list[tuple[str, Node]] = []
+    saw_configmap = False
+    for doc in docs:
+        found = _configmap_entries(outer, doc)
+        if found is not None:
+            saw_configmap = True
+            entries.extend(found)
+
+    if not saw_configmap:
+        if len(docs) > 1:
+            raise ConfigError(
+                f"{len(docs)} YAML documents found; expected one scheduler configuration",
+                source=source,
+                line=outer.line(docs[1]),
+            )
+        return docs[0], source, 0
+
+    if conf_key is not None:
+        entries = [(k, v) for k, v in entries if k == conf_key]
+        if not entries:
+            raise ConfigError(f"ConfigMap has no data key {conf_key!r}", source=source)
+    if not entries:
+        raise ConfigError("ConfigMap has no data key ending in '.conf'", source=source)
+    if len(entries) > 1:
+        keys = ", ".join(k for k, _ in entries)
+        raise ConfigError(
+            f"several scheduler configurations in ConfigMap data ({keys}); pass conf_key to choose",
+            source=source,
+            line=outer.line(entries[1][1]),
+        )
+    key, node = entries[0]
+    if not isinstance(node, ScalarNode) or _is_null(node):
+        raise outer.error(node, f"data[{key!r}]", f"expected the configuration text, got {_kind(node)}")
+    inner_text = str(node.value)
+    if node.style == "|":
+        # Literal block content starts on the line after the indicator and keeps its line
+        # breaks, so inner line N is outer line (indicator line + N).
+        return _root_of(inner_text, source, node.start_mark.line + 1), source, node.start_mark.line + 1
+    label = f"{source}[{key}]"
+    return _root_of(inner_text, label, 0), label, 0
+
+
+def _root_of(text: str, source: str, line_offset: int) -> Node | None:
+    docs = _compose_all(text, source, line_offset)
+    if len(docs) > 1:
+        raise ConfigError(
+            f"{len(docs)} YAML documents found; expected one scheduler configuration",
+            source=source,
+            line=docs[1].start_mark.line + 1 + line_offset,
+        )
+    return docs[0] if docs else None
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_switch(reader: _Reader, key: str, node: Node, path: str) -> bool | None:
+    if _is_null(node):
+        return None  # "enableX:" with no value leaves the pointer unset in Go
+    if isinstance(node, ScalarNode):
+        if node.tag == _BOOL_TAG:
+            return bool(_construct(node))
+        # yaml.v2 also resolves plain y/Y/n/N as booleans; PyYAML does not.
+        if node.style in (None, "") and node.tag == _STR_TAG and node.value in ("y", "Y", "n", "N"):
+            return node.value in ("y", "Y")
+    raise reader.error(node, f"{path}.{key}", f"expected true or false, got {_kind(node)}")
+
+
+def _parse_plugin(
+    reader: _Reader,
+    node: Node,
+    path: str,
+    known_plugins: Collection[str] | None,
+) -> PluginOption:
+    pairs = reader.mapping(node, path, "a plugin entry (a mapping with 'name')")
+    name: str | None = None
+    switches: dict[str, bool | None] = {}
+    switch_keys: dict[str, tuple[str, Node]] = {}
+    arguments: dict[str, Any] = {}
+    argument_lines: dict[str, int] = {}
+    for key, key_node, value_node in pairs:
+        if key == "name":
+            name = reader.text(value_node, f"{path}.name")
+            if known_plugins is not None and name not in known_plugins:
+                raise reader.error(
+                    value_node,
+                    f"{path}.name",
+                    f'unknown plugin "{name}" (known: {", ".join(sorted(known_plugins))})'
+                    + _closest(name, known_plugins),
+                )
+            continue
+        if key == "arguments":
+            if _is_null(value_node):
+                continue
+            for arg, arg_key_node, arg_node in reader.mapping(value_node, f"{path}.arguments"):
+                arguments[arg] = reader.value_tree(arg_node, f"{path}.arguments[{arg!r}]")
+                argument_lines[arg] = reader.line(arg_key_node)
+            continue
+        hook = SWITCH_KEYS.get(key)
+        if hook is None:
+            if key in _OBSOLETE_PLUGIN_KEYS:
+                reader.warn(key_node, f"{path}.{key}", _OBSOLETE_PLUGIN_KEYS[key])
+            else:
+                known_keys = ["name", "arguments", *SWITCH_KEYS]
+                reader.warn(key_node, f"{path}.{key}", "unknown key, ignored" + _closest(key, known_keys))
+            continue
+        value = _parse_switch(reader, key, value_node, path)
+        if hook in switch_keys:
+            other_key, other_node = switch_keys[hook]
+            if switches[hook] != value:
+                raise reader.error(
+                    key_node,
+                    f"{path}.{key}",
+                    f"conflicts with {other_key} (line {reader.line(other_node)}): "
+                    f"both set switch {hook!r}, to {value} and {switches[hook]}",
+                )
+            reader.warn(key_node, f"{path}.{key}", f"duplicates {other_key}; both set {hook!r}")
+        switch_keys[hook] = (key, key_node)
+        switches[hook] = value
+        volcano_key = VOLCANO_SWITCH_KEYS[hook]
+        if key != volcano_key:
+            reader.warn(
+                key_node,
+                f"{path}.{key}",
+                f'accepted as "{volcano_key}"; upstream Volcano only reads "{volcano_key}" '
+                "and would ignore this key",
+            )
+    if name is None:
+        raise reader.error(node, f"{path}.name", "missing plugin name")
+    return PluginOption(
+        name,
+        switches=switches,
+        arguments=arguments,
+        origin=Origin(reader.source, reader.line(node), path),
+        argument_lines=argument_lines,
+    )
+
+
+def _parse_actions(reader: _Reader, node: Node, known_actions: Collection[str] | None) -> list[str]:
+    raw = reader.text(node, "actions")
+    actions: list[str] = []
+    for i, part in enumerate(raw.split(",")):
+        name = part.strip()
+        if not name:
+            raise reader.error(node, f"actions[{i}]", f"empty action name in {raw!r}")
+        if known_actions is not None and name not in known_actions:
+            raise reader.error(
+                node,
+                f"actions[{i}]",
+                f'unknown action "{name}" (known: {", ".join(sorted(known_actions))})'
+                + _closest(name, known_actions),
+            )
+        if name in actions:
+            reader.warn(node, f"actions[{i}]", f'action "{name}" listed more than once; it runs each time')
+        actions.append(name)
+    return actions
+
+
+def _parse_tiers(
+    reader: _Reader, node: Node, known_plugins: Collection[str] | None
+) -> list[Tier]:
+    tiers: list[Tier] = []
+    first_seen: dict[str, PluginOption] = {}
+    for t, tier_node in enumerate(reader.sequence(node, "tiers")):
+        tier_path = f"tiers[{t}]"
+        if _is_null(tier_node):
+            reader.warn(tier_node, tier_path, "empty tier")
+            tiers.append(Tier())
+            continue
+        plugins_node: Node | None = None
+        for key, key_node, value_node in reader.mapping(tier_node, tier_path, "a tier (a mapping with 'plugins')"):
+            if key == "plugins":
+                plugins_node = value_node
+            else:
+                reader.warn(key_node, f"{tier_path}.{key}", "unknown key, ignored" + _closest(key, ["plugins"]))
+        plugins: list[PluginOption] = []
+        plugin_nodes = [] if plugins_node is None else reader.sequence(plugins_node, f"{tier_path}.plugins")
+        if not plugin_nodes:
+            reader.warn(tier_node, tier_path, "tier has no plugins")
+        for p, plugin_node in enumerate(plugin_nodes):
+            option = _parse_plugin(reader, plugin_node, f"{tier_path}.plugins[{p}]", known_plugins)
+            earlier = first_seen.get(option.name)
+            if earlier is not None and earlier.origin is not None:
+                # Upstream would build the plugin twice and let hook registrations collide.
+                raise reader.error(
+                    plugin_node,
+                    f"{tier_path}.plugins[{p}].name",
+                    f'plugin "{option.name}" is listed twice (first at {earlier.origin.path}, '
+                    f"line {earlier.origin.line})",
+                )
+            first_seen[option.name] = option
+            plugins.append(option)
+        _check_drf_hierarchy(reader, tier_node, tier_path, plugins)
+        tiers.append(Tier([option.apply_defaults() for option in plugins]))
+    return tiers
+
+
+def _check_drf_hierarchy(reader: _Reader, tier_node: Node, path: str, plugins: list[PluginOption]) -> None:
+    # Hierarchical drf and proportion both order queues; upstream refuses them in one tier.
+    hdrf = next((p for p in plugins if p.name == "drf" and p.switches["hierarchy"] is True), None)
+    if hdrf is not None and any(p.name == "proportion" for p in plugins):
+        origin = hdrf.origin
+        raise ConfigError(
+            "proportion and drf with hierarchy enabled conflict in the same tier",
+            source=reader.source,
+            line=origin.line if origin else reader.line(tier_node),
+            field=origin.path if origin else path,
+        )
+
+
+def _parse_configurations(
+    reader: _Reader,
+    node: Node,
+    known_actions: Collection[str] | None,
+    actions: list[str],
+) -> tuple[dict[str, dict[str, Any]], dict[str, Origin], dict[str, dict[str, int]]]:
+    configurations: dict[str, dict[str, Any]] = {}
+    origins: dict[str, Origin] = {}
+    lines: dict[str, dict[str, int]] = {}
+    for i, entry in enumerate(reader.sequence(node, "configurations")):
+        path = f"configurations[{i}]"
+        name: str | None = None
+        arguments: dict[str, Any] = {}
+        arg_lines: dict[str, int] = {}
+        for key, key_node, value_node in reader.mapping(entry, path, "an action configuration"):
+            if key == "name":
+                name = reader.text(value_node, f"{path}.name")
+                if known_actions is not None and name not in known_actions:
+                    raise reader.error(
+                        value_node,
+                        f"{path}.name",
+                        f'unknown action "{name}" (known: {", ".join(sorted(known_actions))})'
+                        + _closest(name, known_actions),
+                    )
+            elif key == "arguments":
+                if _is_null(value_node):
+                    continue
+                for arg, arg_key_node, arg_node in reader.mapping(value_node, f"{path}.arguments"):
+                    arguments[arg] = reader.value_tree(arg_node, f"{path}.arguments[{arg!r}]")
+                    arg_lines[arg] = reader.line(arg_key_node)
+            else:
+                reader.warn(key_node, f"{path}.{key}", "unknown key, ignored" + _closest(key, ["name", "arguments"]))
+        if name is None:
+            raise reader.error(entry, f"{path}.name", "missing action name")
+        if name in configurations:
+            # Upstream looks up the first entry with a matching name.
+            reader.warn(entry, path, f'second configuration for action "{name}" is ignored')
+            continue
+        if name not in actions:
+            reader.warn(entry, path, f'action "{name}" is configured but not listed in actions')
+        configurations[name] = arguments
+        origins[name] = Origin(reader.source, reader.line(entry), path)
+        lines[name] = arg_lines
+    return configurations, origins, lines
+
+
+def _parse_metrics(reader: _Reader, node: Node) -> dict[str, str]:
+    if _is_null(node):
+        return {}
+    metrics: dict[str, str] = {}
+    for key, _, value_node in reader.mapping(node, "metrics"):
+        if not isinstance(value_node, ScalarNode):
+            raise reader.error(value_node, f"metrics[{key!r}]", f"expected a string, got {_kind(value_node)}")
+        # Upstream decodes metrics into map[string]string: scalars keep their text.
+        metrics[key] = "" if _is_null(value_node) else str(value_node.value)
+    return metrics
+
+
+def load_config(
+    text: str,
+    source: str = "<config>",
+    *,
+    known_actions: Collection[str] | None,
+    known_plugins: Collection[str] | None,
+    conf_key: str | None = None,
+) -> SchedulerConfig:
+    """Parse and validate a scheduler configuration.
+
+    ``text`` is either the bare configuration or a ConfigMap manifest whose ``data`` has a
+    ``*.conf`` key (``conf_key`` picks one when there are several).  ``known_actions`` and
+    ``known_plugins`` are the names this build implements; ``None`` skips that check.
+    Plugin switches are defaulted as upstream does.  Raises :class:`ConfigError`.
+    """
+    root, label, offset = _select(text, source, conf_key)
+    reader = _Reader(label, offset)
+    if root is None:
+        raise ConfigError("empty configuration: 'actions' and 'tiers' are required", source=label, line=1 + offset)
+
+    fields: dict[str, tuple[Node, Node]] = {}
+    for key, key_node, value_node in reader.mapping(root, "", "a mapping with 'actions' and 'tiers'"):
+        if key in _TOP_LEVEL_KEYS:
+            fields[key] = (key_node, value_node)
+        else:
+            reader.warn(key_node, key, "unknown key, ignored" + _closest(key, _TOP_LEVEL_KEYS))
+
+    # Upstream splits an absent actions string into [""] and fails on the empty name.
+    if "actions" not in fields or _is_null(fields["actions"][1]):
+        node = fields["actions"][1] if "actions" in fields else root
+        raise reader.error(node, "actions", 'missing; list the actions to run, e.g. "enqueue, allocate, backfill"')
+    actions = _parse_actions(reader, fields["actions"][1], known_actions)
+
+    if "tiers" in fields:
+        tiers = _parse_tiers(reader, fields["tiers"][1], known_plugins)
+    else:
+        tiers = []
+    if not any(tier.plugins for tier in tiers):
+        # Upstream accepts this, but a session without plugins has no gang, no predicates.
+        reader.warn(fields["tiers"][0] if "tiers" in fields else root, "tiers", "no plugins configured")
+
+    configurations: dict[str, dict[str, Any]] = {}
+    origins: dict[str, Origin] = {}
+    lines: dict[str, dict[str, int]] = {}
+    if "configurations" in fields:
+        configurations, origins, lines = _parse_configurations(
+            reader, fields["configurations"][1], known_actions, actions
+        )
+    metrics = _parse_metrics(reader, fields["metrics"][1]) if "metrics" in fields else {}
+
+    return SchedulerConfig(
+        actions=actions,
+        tiers=tiers,
+        configurations=configurations,
+        metrics=metrics,
+        source=label,
+        warnings=reader.warnings,
+        configuration_origins=origins,
+        configuration_lines=lines,
+    )
+
+
+def load_config_file(
+    path: str | os.PathLike[str],
+    *,
+    known_actions: Collection[str] | None,
+    known_plugins: Collection[str] | None,
+    conf_key: str | None = None,
+) -> SchedulerConfig:
+    """Read ``path`` (UTF-8) and :func:`load_config` it; I/O problems are ConfigErrors too."""
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8-sig") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read configuration: {exc}", source=source) from None
+    return load_config(
+        text, source, known_actions=known_actions, known_plugins=known_plugins, conf_key=conf_key
+    )
+
+
+def default_config(
+    *,
+    known_actions: Collection[str] | None = None,
+    known_plugins: Collection[str] | None = None,
+) -> SchedulerConfig:
+    """Volcano's built-in configuration, defaulted; validated against the given names."""
+    return load_config(
+        DEFAULT_CONFIG_TEXT,
+        "<built-in default>",
+        known_actions=known_actions,
+        known_plugins=known_plugins,
+    )
+

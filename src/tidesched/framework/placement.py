@@ -1,0 +1,45 @@
+"""Node filtering and choice for one task, shared by the actions.
+
+Everything here works on whole-cluster arrays: the resource fit is one comparison over the
+node table, plugin predicates return masks, and scores are computed only for candidates.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tidesched.framework.plugin import PredicateResult
+
+if TYPE_CHECKING:
+    from tidesched.framework.session import FitErrors, Session
+    from tidesched.model.infos import TaskInfo
+
+
+def feasible_nodes(
+    ssn: "Session", task: "TaskInfo", check_resources: bool = True
+) -> tuple[np.ndarray, PredicateResult, np.ndarray | None]:
+    """Nodes where the task could go now or once releasing resources are freed:
+    request ≤ FutureIdle (when ``check_resources``) and every plugin predicate passes."""
+    pred = ssn.predicate(task)
+    if not check_resources:
+        return pred.passed, pred, None
+    fit = ssn.table.fits(task, ssn.table.future_idle)
+    return pred.passed & fit, pred, fit
+
+
+def best_node(ssn: "Session", task: "TaskInfo", candidates: np.ndarray) -> int | None:
+    """Highest NodeOrder score among the candidate rows; ties go to the first node by name
+    (Volcano picks randomly among ties; we stay deterministic, ACT-6)."""
+    idx = np.flatnonzero(candidates)
+    if len(idx) == 0:
+        return None
+    if len(idx) == 1:
+        return int(idx[0])
+    scores = ssn.node_order(task, idx)
+    return int(idx[int(np.argmax(scores))])
+
+
+def no_node_errors(ssn: "Session", task: "TaskInfo", pred: PredicateResult, fit: np.ndarray | None) -> "FitErrors":
+    return ssn.fit_errors(task, pred, fit)

@@ -1,0 +1,81 @@
+"""Plugin base class, the plugin registry, and the small types hooks exchange."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from tidesched.framework.config import Arguments
+    from tidesched.framework.session import Session
+    from tidesched.model.infos import TaskInfo
+
+# Votes for JobEnqueueable / JobPipelined (Volcano util.Permit / Abstain / Reject).
+PERMIT = 1
+ABSTAIN = 0
+REJECT = -1
+
+
+class Plugin:
+    """A scheduler plugin. Subclasses set ``name`` (the config name) and register hooks on
+    the session in ``on_session_open``."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, arguments: "Arguments") -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, ssn: "Session") -> None:  # pragma: no cover - interface
+        pass
+
+    def on_session_close(self, ssn: "Session") -> None:
+        pass
+
+
+PLUGINS: dict[str, type[Plugin]] = {}
+
+
+def register_plugin(cls: type[Plugin]) -> type[Plugin]:
+    assert cls.name and cls.name not in PLUGINS, cls.name
+    PLUGINS[cls.name] = cls
+    return cls
+
+
+@dataclass(slots=True)
+class NodeFailure:
+    """Nodes (a boolean mask over the session's node table) failing for one reason."""
+
+    reason: str
+    nodes: np.ndarray
+    # Unresolvable failures cannot be fixed by evicting pods (node selector, taints, …);
+    # preempt skips those nodes (Volcano UnschedulableAndUnresolvable).
+    unresolvable: bool = False
+
+
+@dataclass(slots=True)
+class PredicateResult:
+    """A vectorised predicate: which nodes pass, and why the others fail."""
+
+    passed: np.ndarray
+    failures: list[NodeFailure] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ValidateResult:
+    passed: bool
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(slots=True)
+class EventHandler:
+    """Allocate/deallocate callbacks fired by every Statement operation (and reverted on
+    discard): the one place where plugins keep their accounting."""
+
+    allocate: Callable[["TaskInfo"], None] | None = None
+    deallocate: Callable[["TaskInfo"], None] | None = None
+
+
+CompareFn = Callable[[Any, Any], int]

@@ -1,0 +1,700 @@
+"""One scheduling cycle: snapshot + config → decisions (SES-1..3, RUN-4).
+
+The Session builds the per-session views (jobs, queues, the node table), lets the configured
+plugins register their hooks, aggregates the hooks per tier exactly as Volcano does
+(framework/session_plugins.go), provides the task-moving primitives Statements use, and on
+close computes PodGroup phases, queue status and events. It never does I/O.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from tidesched.framework.config import SchedulerConfig
+from tidesched.framework.plugin import (
+    ABSTAIN,
+    PERMIT,
+    PLUGINS,
+    REJECT,
+    EventHandler,
+    NodeFailure,
+    Plugin,
+    PredicateResult,
+    ValidateResult,
+)
+from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
+from tidesched.model.node_table import NodeTable, occupies_node
+from tidesched.model.problems import Event, warning
+from tidesched.model.resource import Resource
+from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
+from tidesched.model.status import (
+    ALLOCATED_STATUSES,
+    PodGroupPhase,
+    TaskStatus,
+)
+
+# Which config switch gates each hook (None: never gated). Volcano session_plugins.go.
+HOOK_SWITCH: dict[str, str | None] = {
+    "job_order": "job_order",
+    "queue_order": "queue_order",
+    "victim_queue_order": None,
+    "task_order": "task_order",
+    "job_ready": "job_ready",
+    "job_pipelined": "job_pipelined",
+    "job_starving": "job_starving",
+    "job_valid": None,
+    "job_enqueueable": "job_enqueued",
+    "job_enqueued": "job_enqueued",
+    "preemptable": "preemptable",
+    "reclaimable": "reclaimable",
+    "preemptive": "preemptive",
+    "overused": "overused",
+    "allocatable": "allocatable",
+    "predicate": "predicate",
+    "pre_predicate": "predicate",
+    "node_order": "node_order",
+    "best_node": "best_node",
+    "simulate_allocatable": "allocatable",
+    "simulate_predicate": "predicate",
+}
+
+_SCHEDULED = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+_COMPLETED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+_POD_INDEX = re.compile(r"^(.+)-(\d+)$")
+
+
+@dataclass(slots=True)
+class FitErrors:
+    """Why a task found no node: per-reason node counts, plus a job-level message."""
+
+    total_nodes: int
+    reasons: dict[str, int] = field(default_factory=dict)
+    message: str = ""
+    unresolvable: np.ndarray | None = None  # mask of nodes failing for unresolvable reasons
+
+    def error(self) -> str:
+        if self.message:
+            return self.message
+        if not self.reasons:
+            return f"0/{self.total_nodes} nodes are unavailable"
+        hist = sorted(f"{n} {r}" for r, n in self.reasons.items())
+        return f"0/{self.total_nodes} nodes are unavailable: {', '.join(hist)}."
+
+
+@dataclass(slots=True)
+class Decisions:
+    """What a session decided; the world applies it."""
+
+    bound: dict[str, str]
+    pipelined: dict[str, str]
+    evicted: list[str]
+    podgroups: dict[str, str]
+    podgroup_conditions: dict[str, list[dict[str, Any]]]
+    queue_allocated: dict[str, dict[str, str]]
+    events: list[Event]
+    eviction_reasons: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bound": dict(sorted(self.bound.items())),
+            "pipelined": dict(sorted(self.pipelined.items())),
+            "evicted": sorted(self.evicted),
+            "podgroups": dict(sorted(self.podgroups.items())),
+            "events": [e.to_dict() for e in self.events],
+        }
+
+
+class _Ordered:
+    """Heap entry ordered by a session comparator (Volcano's PriorityQueue)."""
+
+    __slots__ = ("item", "less")
+
+    def __init__(self, item: Any, less: Callable[[Any, Any], bool]) -> None:
+        self.item = item
+        self.less = less
+
+    def __lt__(self, other: "_Ordered") -> bool:
+        return self.less(self.item, other.item)
+
+
+class PriorityQueue:
+    def __init__(self, less: Callable[[Any, Any], bool], items: Iterable[Any] = ()) -> None:
+        self.less = less
+        self.heap = [_Ordered(i, less) for i in items]
+        heapq.heapify(self.heap)
+
+    def push(self, item: Any) -> None:
+        heapq.heappush(self.heap, _Ordered(item, self.less))
+
+    def pop(self) -> Any:
+        return heapq.heappop(self.heap).item
+
+    def empty(self) -> bool:
+        return not self.heap
+
+    def __len__(self) -> int:
+        return len(self.heap)
+
+
+def compare_task_names(l: TaskInfo, r: TaskInfo) -> int:
+    """Volcano CompareTask fallback: pods named <job>-<task>-<index> by their index, else
+    creation time, else UID."""
+    lm, rm = _POD_INDEX.match(l.name), _POD_INDEX.match(r.name)
+    if lm and rm and l.name.count("-") >= 2 and r.name.count("-") >= 2 and lm.group(1) == rm.group(1):
+        li, ri = int(lm.group(2)), int(rm.group(2))
+        if li != ri:
+            return -1 if li < ri else 1
+    if l.creation != r.creation:
+        return -1 if l.creation < r.creation else 1
+    if l.uid != r.uid:
+        return -1 if l.uid < r.uid else 1
+    return 0
+
+
+class Session:
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        config: SchedulerConfig,
+        *,
+        scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
+        uid: str = "session",
+        now: float = 0.0,
+    ) -> None:
+        self.uid = uid
+        self.now = now
+        self.config = config
+        self.tiers = config.tiers
+        self.events: list[Event] = list(snapshot.problems)
+        self.snapshot = snapshot
+
+        self.priority_classes = {pc.name: pc.value for pc in snapshot.priority_classes}
+        defaults = [pc for pc in snapshot.priority_classes if pc.global_default]
+        self.default_priority = max((pc.value for pc in defaults), default=0)
+
+        self.queues: dict[str, QueueInfo] = {}
+        for q in sorted(snapshot.queues, key=lambda q: q.name):
+            self.queues[q.name] = QueueInfo(
+                uid=q.name,
+                name=q.name,
+                queue=q,
+                weight=q.weight,
+                priority=q.priority,
+                reclaimable=q.reclaimable,
+                state=q.state,
+                parent=q.parent,
+                creation=q.meta.creation,
+            )
+
+        self.jobs: dict[str, JobInfo] = {}
+        for pg in sorted(snapshot.podgroups, key=lambda p: p.key):
+            if pg.queue not in self.queues:
+                self.events.append(
+                    warning("PodGroup", pg.meta.namespace, pg.meta.name, "QueueNotFound",
+                            f"queue {pg.queue!r} of PodGroup {pg.key} does not exist; the job is not scheduled")
+                )
+                continue
+            self.jobs[pg.key] = JobInfo(
+                uid=pg.key,
+                name=pg.meta.name,
+                namespace=pg.meta.namespace,
+                queue=pg.queue,
+                priority=self._priority_of_class(pg.priority_class),
+                min_available=pg.min_member,
+                task_min_available=dict(pg.min_task_member),
+                min_resources=pg.min_resources,
+                pod_group=pg,
+                phase=pg.phase,
+                creation=pg.meta.creation,
+                preemptable=pg.preemptable,
+            )
+
+        ours = set(scheduler_names)
+        self.tasks: dict[str, TaskInfo] = {}
+        placed: list[TaskInfo] = []
+        extra_dims: set[str] = set()
+        for pod in sorted(snapshot.pods, key=lambda p: p.key):
+            job_key = f"{pod.meta.namespace}/{pod.group_name}" if pod.group_name else ""
+            job = self.jobs.get(job_key) if pod.scheduler_name in ours else None
+            if pod.priority is not None:
+                prio = pod.priority
+            else:
+                prio = self._priority_of_class(pod.priority_class)
+            task = TaskInfo(pod, job_key if job else "", prio)
+            extra_dims.update(pod.init_resreq.scalars)
+            extra_dims.update(pod.resreq.scalars)
+            if job is not None:
+                job.add_task(task)
+                self.tasks[task.uid] = task
+            elif pod.scheduler_name in ours and task.status == TaskStatus.PENDING:
+                self.events.append(
+                    warning("Pod", pod.meta.namespace, pod.meta.name, "PodGroupNotFound",
+                            f"PodGroup {job_key or '(none)'} of pod {pod.key} is missing or not schedulable; the pod is not scheduled")
+                )
+            if occupies_node(task):
+                placed.append(task)
+
+        nodes = [n for n in snapshot.nodes if n.ready]
+        self.table = NodeTable(nodes, extra_dims)
+        self.node_index = self.table.index
+        for task in self.tasks.values():
+            self.table.prepare_task(task)
+        for task in placed:
+            if task.req_vec is None:
+                self.table.prepare_task(task)
+            i = self.table.index.get(task.node_name)
+            if i is not None:
+                self.table.add_task(i, task)
+        self.total_resource = self.table.totals()
+
+        # Hook registries: hook -> plugin name -> fn.
+        self._fns: dict[str, dict[str, Callable[..., Any]]] = {h: {} for h in HOOK_SWITCH}
+        self._chains: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
+        self.event_handlers: list[EventHandler] = []
+
+        # Decisions.
+        self.bound: dict[str, str] = {}
+        self.evicted: dict[str, str] = {}
+        self.bound_tasks: list[TaskInfo] = []
+
+        self.plugins: dict[str, Plugin] = {}
+        for tier in self.tiers:
+            for opt in tier.plugins:
+                cls = PLUGINS[opt.name]
+                plugin = cls(opt.args)
+                self.plugins[opt.name] = plugin
+        for plugin in self.plugins.values():
+            plugin.on_session_open(self)
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _priority_of_class(self, name: str) -> int:
+        if name and name in self.priority_classes:
+            return self.priority_classes[name]
+        return self.default_priority
+
+    def event(self, kind: str, namespace: str, name: str, type_: str, reason: str, message: str) -> None:
+        self.events.append(Event(kind, namespace, name, type_, reason, message))
+
+    def job_of(self, task: TaskInfo) -> JobInfo | None:
+        return self.jobs.get(task.job)
+
+    def node_tasks(self, node_name: str) -> list[TaskInfo]:
+        i = self.table.index.get(node_name)
+        return [] if i is None else list(self.table.tasks[i].values())
+
+    # -- registration -------------------------------------------------------------------
+
+    def add_fn(self, hook: str, plugin_name: str, fn: Callable[..., Any]) -> None:
+        self._fns[hook][plugin_name] = fn
+        self._chains.pop(hook, None)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    def _chain(self, hook: str) -> list[list[tuple[str, Callable[..., Any]]]]:
+        chain = self._chains.get(hook)
+        if chain is None:
+            switch = HOOK_SWITCH[hook]
+            fns = self._fns[hook]
+            chain = []
+            for tier in self.tiers:
+                entries = []
+                for opt in tier.plugins:
+                    fn = fns.get(opt.name)
+                    if fn is None:
+                        continue
+                    if switch is not None and not self._switch_on(opt, hook, switch):
+                        continue
+                    entries.append((opt.name, fn))
+                chain.append(entries)
+            self._chains[hook] = chain
+        return chain
+
+    @staticmethod
+    def _switch_on(opt: Any, hook: str, switch: str) -> bool:
+        if hook in ("simulate_allocatable",):
+            return bool(opt.enabled("allocatable") or opt.enabled("preemptable"))
+        return bool(opt.enabled(switch))
+
+    def has_hook(self, hook: str) -> bool:
+        return any(self._chain(hook))
+
+    # -- aggregation (Volcano session_plugins.go) ---------------------------------------
+
+    def _compare(self, hook: str, l: Any, r: Any) -> int:
+        for tier in self._chain(hook):
+            for _name, fn in tier:
+                c = fn(l, r)
+                if c:
+                    return c
+        return 0
+
+    def job_order_less(self, l: JobInfo, r: JobInfo) -> bool:
+        c = self._compare("job_order", l, r)
+        if c:
+            return c < 0
+        if l.creation != r.creation:
+            return l.creation < r.creation
+        return l.uid < r.uid
+
+    def queue_order_less(self, l: QueueInfo, r: QueueInfo) -> bool:
+        c = self._compare("queue_order", l, r)
+        if c:
+            return c < 0
+        if l.creation != r.creation:
+            return l.creation < r.creation
+        return l.uid < r.uid
+
+    def victim_queue_order_less(self, l: QueueInfo, r: QueueInfo, preemptor_queue: QueueInfo) -> bool:
+        for tier in self._chain("victim_queue_order"):
+            for _name, fn in tier:
+                c = fn(l, r, preemptor_queue)
+                if c:
+                    return c < 0
+        return not self.queue_order_less(l, r) if l.uid != r.uid else False
+
+    def task_compare(self, l: TaskInfo, r: TaskInfo) -> int:
+        return self._compare("task_order", l, r)
+
+    def task_order_less(self, l: TaskInfo, r: TaskInfo) -> bool:
+        c = self.task_compare(l, r)
+        if c:
+            return c < 0
+        return compare_task_names(l, r) < 0
+
+    def sort_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+        return sorted(tasks, key=functools.cmp_to_key(self._task_cmp))
+
+    def _task_cmp(self, l: TaskInfo, r: TaskInfo) -> int:
+        if l is r:
+            return 0
+        return -1 if self.task_order_less(l, r) else (1 if self.task_order_less(r, l) else 0)
+
+    def job_ready(self, job: JobInfo) -> bool:
+        for tier in self._chain("job_ready"):
+            for _name, fn in tier:
+                if not fn(job):
+                    return False
+        return True
+
+    def _votes(self, hook: str, obj: Any) -> bool:
+        for tier in self._chain(hook):
+            permitted = False
+            for _name, fn in tier:
+                vote = fn(obj)
+                if vote == REJECT or vote is False:
+                    return False
+                if vote == PERMIT or vote is True:
+                    permitted = True
+            if permitted:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._votes("job_pipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._votes("job_enqueueable", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for tier in self._chain("job_enqueued"):
+            for _name, fn in tier:
+                fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        for tier in self._chain("job_starving"):
+            if not tier:
+                continue
+            return all(fn(job) for _name, fn in tier)
+        return False
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        for tier in self._chain("job_valid"):
+            for _name, fn in tier:
+                vr = fn(job)
+                if vr is not None and not vr.passed:
+                    return vr
+        return None
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        for tier in self._chain("allocatable"):
+            for _name, fn in tier:
+                if not fn(queue, task):
+                    return False
+        return True
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        for tier in self._chain("preemptive"):
+            for _name, fn in tier:
+                if not fn(queue, task):
+                    return False
+        return True
+
+    def overused(self, queue: QueueInfo) -> bool:
+        for tier in self._chain("overused"):
+            for _name, fn in tier:
+                if fn(queue):
+                    return True
+        return False
+
+    def _victims(self, hook: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        for tier in self._chain(hook):
+            victims: list[TaskInfo] | None = None
+            for _name, fn in tier:
+                chosen, vote = fn(actor, candidates)
+                if vote == ABSTAIN:
+                    continue
+                if not chosen:
+                    # Volcano: an empty answer leaves this tier undecided.
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(chosen)
+                else:
+                    keep = {t.uid for t in chosen}
+                    victims = [v for v in victims if v.uid in keep]
+            if victims:
+                return victims
+        return []
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims("preemptable", preemptor, preemptees)
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims("reclaimable", reclaimer, reclaimees)
+
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        for tier in self._chain("pre_predicate"):
+            for _name, fn in tier:
+                err = fn(task)
+                if err:
+                    return str(err)
+        return None
+
+    def predicate(self, task: TaskInfo) -> PredicateResult:
+        """All plugin predicates for every node; the first failing plugin names the reason
+        of a node (Volcano: first predicate error wins)."""
+        n = len(self.table)
+        passed = np.ones(n, dtype=bool)
+        failures: list[NodeFailure] = []
+        for tier in self._chain("predicate"):
+            for _name, fn in tier:
+                res: PredicateResult = fn(task)
+                for f in res.failures:
+                    newly = f.nodes & passed
+                    if newly.any():
+                        failures.append(NodeFailure(f.reason, newly, f.unresolvable))
+                passed &= res.passed
+        return PredicateResult(passed, failures)
+
+    def node_order(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
+        scores = np.zeros(len(idx))
+        for tier in self._chain("node_order"):
+            for _name, fn in tier:
+                scores += fn(task, idx)
+        return scores
+
+    # -- task moves (the one place node, job and task state change) ---------------------
+
+    def move_task(self, task: TaskInfo, status: TaskStatus, node_name: str) -> None:
+        table = self.table
+        old_i = table.index.get(task.node_name) if task.node_name else None
+        if old_i is not None and task.uid in table.tasks[old_i]:
+            table.remove_task(old_i, task)
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, status)
+        else:
+            task.status = status
+        task.node_name = node_name
+        if node_name and status != TaskStatus.PENDING:
+            i = table.index.get(node_name)
+            if i is not None:
+                table.add_task(i, task)
+
+    def fire_allocate(self, task: TaskInfo) -> None:
+        for h in self.event_handlers:
+            if h.allocate is not None:
+                h.allocate(task)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        for h in self.event_handlers:
+            if h.deallocate is not None:
+                h.deallocate(task)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        """Hand an Allocated task to the binder (Volcano Session.dispatch)."""
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, TaskStatus.BINDING)
+        self.bound[task.key] = task.node_name
+        self.bound_tasks.append(task)
+
+    def record_eviction(self, task: TaskInfo, reason: str) -> None:
+        self.evicted[task.key] = reason
+        self.event("Pod", task.namespace, task.name, "Normal", "Evict", reason)
+
+    def allocate_and_dispatch(self, task: TaskInfo, node_name: str) -> None:
+        """Volcano Session.Allocate (used by backfill): allocate, and dispatch every
+        Allocated task of the job once the job is ready."""
+        self.move_task(task, TaskStatus.ALLOCATED, node_name)
+        self.fire_allocate(task)
+        job = self.jobs.get(task.job)
+        if job is not None and self.job_ready(job):
+            for t in job.tasks_with_status(TaskStatus.ALLOCATED):
+                self.dispatch(t)
+
+    # -- fit errors ---------------------------------------------------------------------
+
+    def fit_errors(self, task: TaskInfo, pred: PredicateResult, fit: np.ndarray | None) -> FitErrors:
+        """Per-reason node histogram for a task that found no node. As in Volcano's
+        allocate predicate, the resource check comes first: a node short of resources is
+        reported as "Insufficient <resource>", other nodes by the first failing plugin."""
+        n = len(self.table)
+        fe = FitErrors(total_nodes=n)
+        unresolvable = np.zeros(n, dtype=bool)
+        checked = np.ones(n, dtype=bool)
+        if fit is not None:
+            lacking = ~fit
+            if lacking.any():
+                assert task.check_cols is not None
+                fut = self.table.future_idle
+                for j, name in enumerate(self.table.dims):
+                    need = task.check_cols[j]
+                    if need == -np.inf:
+                        continue
+                    c = int((lacking & ~(fut[:, j] + 0.1 > need)).sum())
+                    if c:
+                        fe.reasons[f"Insufficient {name}"] = c
+            checked = fit
+        for f in pred.failures:
+            nodes = f.nodes & checked
+            c = int(nodes.sum())
+            if c:
+                fe.reasons[f.reason] = fe.reasons.get(f.reason, 0) + c
+                if f.unresolvable:
+                    unresolvable |= nodes
+        fe.unresolvable = unresolvable
+        return fe
+
+    # -- close --------------------------------------------------------------------------
+
+    def pod_group_phase(self, job: JobInfo, unschedulable: bool) -> str:
+        c = job.status_count
+        if c[TaskStatus.RUNNING] and unschedulable:
+            return PodGroupPhase.UNKNOWN
+        scheduled = sum(c[s] for s in _SCHEDULED)
+        # Releasing tasks still on a node keep counting as scheduled.
+        scheduled += sum(
+            1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node_name
+        ) if c[TaskStatus.RELEASING] else 0
+        completed = sum(c[s] for s in _COMPLETED)
+        if scheduled >= job.min_available and scheduled > 0 or (job.min_available == 0 and scheduled == 0 and job.phase != PodGroupPhase.PENDING and False):
+            if scheduled == completed:
+                return PodGroupPhase.COMPLETED
+            return PodGroupPhase.RUNNING
+        if job.phase != PodGroupPhase.INQUEUE:
+            return PodGroupPhase.PENDING
+        return job.phase
+
+    def close(self) -> Decisions:
+        for plugin in self.plugins.values():
+            plugin.on_session_close(self)
+        phases: dict[str, str] = {}
+        conditions: dict[str, list[dict[str, Any]]] = {}
+        for key, job in self.jobs.items():
+            unschedulable = any(
+                c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == self.uid
+                for c in job.conditions
+            )
+            phase = self.pod_group_phase(job, unschedulable)
+            job.phase = phase
+            phases[key] = phase
+            if job.conditions:
+                conditions[key] = job.conditions
+            self._record_job_status_events(job)
+        pipelined = {
+            t.key: t.node_name
+            for t in self.tasks.values()
+            if t.status == TaskStatus.PIPELINED and t.pod.status == TaskStatus.PENDING
+        }
+        queue_allocated: dict[str, dict[str, str]] = {}
+        for qname in self.queues:
+            alloc = Resource()
+            for job in self.jobs.values():
+                if job.queue == qname:
+                    alloc.add(job.allocated)
+            queue_allocated[qname] = alloc.to_natural()
+        return Decisions(
+            bound=dict(self.bound),
+            pipelined=pipelined,
+            evicted=list(self.evicted),
+            podgroups=phases,
+            podgroup_conditions=conditions,
+            queue_allocated=queue_allocated,
+            events=self.events,
+            eviction_reasons=dict(self.evicted),
+        )
+
+    def job_fit_error(self, job: JobInfo) -> str:
+        hist: dict[str, int] = {}
+        for status, n in job.status_count.items():
+            if n:
+                hist[status.label()] = hist.get(status.label(), 0) + n
+        hist["minAvailable"] = job.min_available
+        msg = "pod group is not ready, " + ", ".join(sorted(f"{n} {k}" for k, n in hist.items()))
+        pending_reasons: dict[str, int] = {}
+        for t in job.tasks.values():
+            if t.status == TaskStatus.PENDING:
+                pending_reasons["Unschedulable"] = pending_reasons.get("Unschedulable", 0) + 1
+        if pending_reasons:
+            msg += "; Pending: " + ", ".join(sorted(f"{n} {k}" for k, n in pending_reasons.items()))
+        return msg
+
+    def _record_job_status_events(self, job: JobInfo) -> None:
+        if job.phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN):
+            pending = job.status_count[TaskStatus.PENDING]
+            if pending == 0 and job.tasks and job.ready_task_num() >= job.min_available:
+                return  # everything placed this session; the phase moves on next session
+            if not job.tasks and not job.job_fit_error:
+                return
+            msg = f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {self.job_fit_error(job)}"
+            if job.job_fit_error:
+                msg = job.job_fit_error
+            self.event("PodGroup", job.namespace, job.name, "Warning", "Unschedulable", msg)
+        base = job.job_fit_error or "all nodes are unavailable"
+        for t in sorted(job.tasks.values(), key=lambda t: t.key):
+            if t.status == TaskStatus.PENDING:
+                fe = job.fit_errors.get(t.uid)
+                msg = fe.error() if isinstance(fe, FitErrors) else (str(fe) if fe else base)
+                self.event("Pod", t.namespace, t.name, "Warning", "FailedScheduling", msg)
+            elif t.status == TaskStatus.PIPELINED and t.pod.status == TaskStatus.PENDING:
+                self.event(
+                    "Pod", t.namespace, t.name, "Normal", "Pipelined",
+                    f"Pod {t.key} can possibly be assigned to {t.node_name}, once resource is released and minAvailable is satisfied",
+                )
+            elif t.status == TaskStatus.ALLOCATED:
+                self.event(
+                    "Pod", t.namespace, t.name, "Normal", "Schedulable",
+                    f"Pod {t.key} can possibly be assigned to {t.node_name}, once minAvailable is satisfied",
+                )
+
+    # -- running ------------------------------------------------------------------------
+
+    def run(self) -> Decisions:
+        from tidesched.actions import ACTIONS
+
+        for name in self.config.actions:
+            ACTIONS[name](self)
+        return self.close()
+
+
+def allocated_tasks(job: JobInfo) -> list[TaskInfo]:
+    return [t for t in job.tasks.values() if t.status in ALLOCATED_STATUSES]

@@ -1,0 +1,68 @@
+"""Statement: staged allocate / pipeline / evict operations, committed or discarded as a unit
+(SES-3). Each operation updates the session at once and fires the plugins' event handlers;
+discard undoes the operations in reverse order, firing the opposite handlers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tidesched.model.status import TaskStatus
+
+if TYPE_CHECKING:
+    from tidesched.framework.session import Session
+    from tidesched.model.infos import TaskInfo
+
+_EVICT, _PIPELINE, _ALLOCATE = "evict", "pipeline", "allocate"
+
+
+class Statement:
+    __slots__ = ("ssn", "operations")
+
+    def __init__(self, ssn: "Session") -> None:
+        self.ssn = ssn
+        self.operations: list[tuple[str, "TaskInfo", object]] = []
+
+    def __len__(self) -> int:
+        return len(self.operations)
+
+    def evict(self, task: "TaskInfo", reason: str) -> None:
+        prev = task.status
+        self.ssn.move_task(task, TaskStatus.RELEASING, task.node_name)
+        self.ssn.fire_deallocate(task)
+        self.operations.append((_EVICT, task, (prev, reason)))
+
+    def pipeline(self, task: "TaskInfo", node_name: str) -> None:
+        self.ssn.move_task(task, TaskStatus.PIPELINED, node_name)
+        self.ssn.fire_allocate(task)
+        self.operations.append((_PIPELINE, task, node_name))
+
+    def allocate(self, task: "TaskInfo", node_name: str) -> None:
+        self.ssn.move_task(task, TaskStatus.ALLOCATED, node_name)
+        self.ssn.fire_allocate(task)
+        self.operations.append((_ALLOCATE, task, node_name))
+
+    def discard(self) -> None:
+        ssn = self.ssn
+        for op, task, data in reversed(self.operations):
+            if op == _EVICT:
+                prev, _reason = data  # type: ignore[misc]
+                ssn.move_task(task, prev, task.node_name)
+                ssn.fire_allocate(task)
+            else:
+                ssn.move_task(task, TaskStatus.PENDING, "")
+                ssn.fire_deallocate(task)
+        self.operations.clear()
+
+    def commit(self) -> None:
+        ssn = self.ssn
+        for op, task, data in self.operations:
+            if op == _EVICT:
+                ssn.record_eviction(task, data[1])  # type: ignore[index]
+            elif op == _ALLOCATE:
+                ssn.dispatch(task)
+        self.operations.clear()
+
+    def merge(self, other: "Statement") -> None:
+        """Append another statement's operations (used when a per-node attempt succeeds)."""
+        self.operations.extend(other.operations)
+        other.operations.clear()

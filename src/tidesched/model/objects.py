@@ -1,0 +1,471 @@
+"""Typed records parsed once from raw Kubernetes/Volcano objects (dicts as the API gives them).
+
+Each ``parse_*`` function either returns a record or raises :class:`ObjectError` naming the bad
+field; the snapshot builder turns that into a Warning event and skips the object (REL-1).
+Records are immutable inputs; per-session mutable state lives in :mod:`tidesched.model.infos`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Mapping
+
+from tidesched.model.problems import ObjectError
+from tidesched.model.quantity import QuantityError
+from tidesched.model.resource import Resource
+from tidesched.model.status import PodGroupPhase, QueueState, TaskStatus
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+DEFAULT_QUEUE = "default"
+DEFAULT_NAMESPACE = "default"
+DEFAULT_TASK_PRIORITY = 1  # Volcano NewTaskInfo's default when the pod has no priority
+
+
+def parse_time(value: Any, field_name: str) -> float:
+    """RFC 3339 timestamp → seconds since the epoch; absent → 0."""
+    if value in (None, ""):
+        return 0.0
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if not isinstance(value, str):
+        raise ObjectError(field_name, f"expected an RFC 3339 timestamp, got {value!r}")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise ObjectError(field_name, f"invalid timestamp {value!r}") from None
+
+
+def parse_bool(value: Any) -> bool | None:
+    """Go strconv.ParseBool; None when the value is not a boolean."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        v = value.strip()
+        if v in ("1", "t", "T", "true", "TRUE", "True"):
+            return True
+        if v in ("0", "f", "F", "false", "FALSE", "False"):
+            return False
+    return None
+
+
+def _mapping(obj: Mapping[str, Any], key: str, field_name: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ObjectError(field_name, f"expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _str_map(obj: Mapping[str, Any], key: str, field_name: str) -> dict[str, str]:
+    raw = _mapping(obj, key, field_name)
+    return {str(k): "" if v is None else str(v) for k, v in raw.items()}
+
+
+def _list(obj: Mapping[str, Any], key: str, field_name: str) -> list[Any]:
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ObjectError(field_name, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _int(value: Any, field_name: str, default: int = 0) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ObjectError(field_name, f"expected an integer, got {value!r}")
+    try:
+        f = float(value)
+    except ValueError:
+        raise ObjectError(field_name, f"expected an integer, got {value!r}") from None
+    if f != int(f):
+        raise ObjectError(field_name, f"expected an integer, got {value!r}")
+    return int(f)
+
+
+def _resources(raw: Any, field_name: str) -> Resource:
+    if raw is None:
+        return Resource()
+    if not isinstance(raw, Mapping):
+        raise ObjectError(field_name, f"expected a resource list, got {type(raw).__name__}")
+    try:
+        return Resource.from_resource_list(raw)
+    except QuantityError as exc:
+        raise ObjectError(field_name, str(exc)) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    creation: float
+    deletion: float  # 0 when not being deleted
+    owner_kind: str
+    owner_name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+def parse_meta(obj: Mapping[str, Any], namespaced: bool = True) -> Meta:
+    meta = _mapping(obj, "metadata", "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ObjectError("metadata.name", "missing or empty")
+    ns = meta.get("namespace") or (DEFAULT_NAMESPACE if namespaced else "")
+    if not isinstance(ns, str):
+        raise ObjectError("metadata.namespace", f"expected a string, got {ns!r}")
+    owners = _list(meta, "ownerReferences", "metadata.ownerReferences")
+    owner_kind = owner_name = ""
+    if owners and isinstance(owners[0], Mapping):
+        owner_kind = str(owners[0].get("kind") or "")
+        owner_name = str(owners[0].get("name") or "")
+    key = f"{ns}/{name}" if ns else name
+    return Meta(
+        name=name,
+        namespace=ns,
+        uid=str(meta.get("uid") or key),
+        labels=_str_map(meta, "labels", "metadata.labels"),
+        annotations=_str_map(meta, "annotations", "metadata.annotations"),
+        creation=parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        deletion=parse_time(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
+        owner_kind=owner_kind,
+        owner_name=owner_name,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Pods
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    protocol: str
+    host_ip: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    meta: Meta
+    scheduler_name: str
+    node_name: str
+    phase: str
+    status: TaskStatus
+    priority: int | None  # spec.priority as given (None: resolve via priorityClassName)
+    priority_class: str
+    preemption_policy: str
+    resreq: Resource  # sum of app containers' requests (Volcano Resreq)
+    init_resreq: Resource  # max(resreq, each init container) (Volcano InitResreq)
+    node_selector: dict[str, str]
+    affinity: Mapping[str, Any]
+    tolerations: tuple[Mapping[str, Any], ...]
+    host_ports: tuple[HostPort, ...]
+    start_time: float
+    group_name: str  # PodGroup name (same namespace); "" when the pod names none
+    role: str  # volcano.sh/task-spec annotation, else label, else ""
+    preemptable: bool
+    raw_spec: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def key(self) -> str:
+        return self.meta.key
+
+
+def _container_request(container: Mapping[str, Any], field_name: str) -> Resource:
+    res = _mapping(container, "resources", f"{field_name}.resources")
+    requests = dict(_mapping(res, "requests", f"{field_name}.resources.requests"))
+    # The API server defaults a missing request to the limit; manifests read offline are not
+    # defaulted, so do it here.
+    for name, value in _mapping(res, "limits", f"{field_name}.resources.limits").items():
+        requests.setdefault(name, value)
+    return _resources(requests, f"{field_name}.resources")
+
+
+def pod_task_status(phase: str, node_name: str, deleting: bool) -> TaskStatus:
+    """Volcano getTaskStatus: the scheduler's view of a pod."""
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if node_name else TaskStatus.PENDING
+    if phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+def pod_preemptable(annotations: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    """Volcano GetPodPreemptable: annotation, then label; absent ⇒ true; invalid ⇒ false."""
+    for source in (annotations, labels):
+        if PREEMPTABLE_KEY in source:
+            return bool(parse_bool(source[PREEMPTABLE_KEY]))
+    return True
+
+
+def parse_pod(obj: Mapping[str, Any]) -> Pod:
+    meta = parse_meta(obj)
+    spec = _mapping(obj, "spec", "spec")
+    status = _mapping(obj, "status", "status")
+    resreq = Resource()
+    for i, c in enumerate(_list(spec, "containers", "spec.containers")):
+        if not isinstance(c, Mapping):
+            raise ObjectError(f"spec.containers[{i}]", "expected a mapping")
+        resreq.add(_container_request(c, f"spec.containers[{i}]"))
+    init_resreq = resreq.clone()
+    for i, c in enumerate(_list(spec, "initContainers", "spec.initContainers")):
+        if not isinstance(c, Mapping):
+            raise ObjectError(f"spec.initContainers[{i}]", "expected a mapping")
+        init_resreq.set_max_resource(_container_request(c, f"spec.initContainers[{i}]"))
+    overhead = spec.get("overhead")
+    if overhead:
+        ov = _resources(overhead, "spec.overhead")
+        resreq.add(ov)
+        init_resreq.add(ov)
+
+    host_ports: list[HostPort] = []
+    for i, c in enumerate(_list(spec, "containers", "spec.containers")):
+        for j, p in enumerate(_list(c, "ports", f"spec.containers[{i}].ports")):
+            if isinstance(p, Mapping) and p.get("hostPort"):
+                host_ports.append(
+                    HostPort(
+                        str(p.get("protocol") or "TCP"),
+                        str(p.get("hostIP") or "0.0.0.0"),
+                        _int(p.get("hostPort"), f"spec.containers[{i}].ports[{j}].hostPort"),
+                    )
+                )
+
+    priority_raw = spec.get("priority")
+    priority = None if priority_raw is None else _int(priority_raw, "spec.priority")
+    task_priority = meta.annotations.get(TASK_PRIORITY_ANNOTATION)
+    if task_priority is not None:
+        try:
+            priority = int(task_priority)
+        except ValueError:
+            raise ObjectError(
+                f"metadata.annotations[{TASK_PRIORITY_ANNOTATION}]", f"not an integer: {task_priority!r}"
+            ) from None
+
+    tolerations = _list(spec, "tolerations", "spec.tolerations")
+    for i, t in enumerate(tolerations):
+        if not isinstance(t, Mapping):
+            raise ObjectError(f"spec.tolerations[{i}]", "expected a mapping")
+    phase = str(status.get("phase") or "Pending")
+    node_name = str(spec.get("nodeName") or "")
+    return Pod(
+        meta=meta,
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        node_name=node_name,
+        phase=phase,
+        status=pod_task_status(phase, node_name, meta.deletion > 0),
+        priority=priority,
+        priority_class=str(spec.get("priorityClassName") or ""),
+        preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
+        resreq=resreq,
+        init_resreq=init_resreq,
+        node_selector=_str_map(spec, "nodeSelector", "spec.nodeSelector"),
+        affinity=_mapping(spec, "affinity", "spec.affinity"),
+        tolerations=tuple(tolerations),
+        host_ports=tuple(host_ports),
+        start_time=parse_time(status.get("startTime"), "status.startTime"),
+        group_name=meta.annotations.get(GROUP_NAME_ANNOTATION, ""),
+        role=meta.annotations.get(TASK_SPEC_KEY) or meta.labels.get(TASK_SPEC_KEY, ""),
+        preemptable=pod_preemptable(meta.annotations, meta.labels),
+        raw_spec=spec,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Nodes
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    meta: Meta
+    allocatable: Resource
+    taints: tuple[Mapping[str, Any], ...]
+    unschedulable: bool
+    ready: bool
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+
+def parse_node(obj: Mapping[str, Any]) -> Node:
+    meta = parse_meta(obj, namespaced=False)
+    spec = _mapping(obj, "spec", "spec")
+    status = _mapping(obj, "status", "status")
+    alloc_raw = status.get("allocatable")
+    if alloc_raw is None:
+        alloc_raw = status.get("capacity")
+    allocatable = _resources(alloc_raw, "status.allocatable")
+    taints = _list(spec, "taints", "spec.taints")
+    for i, t in enumerate(taints):
+        if not isinstance(t, Mapping) or not t.get("key") and t.get("effect") is None:
+            raise ObjectError(f"spec.taints[{i}]", "expected a taint with key and effect")
+    ready = True
+    for cond in _list(status, "conditions", "status.conditions"):
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            ready = str(cond.get("status")) == "True"
+    return Node(
+        meta=meta,
+        allocatable=allocatable,
+        taints=tuple(taints),
+        unschedulable=bool(spec.get("unschedulable") or False),
+        ready=ready,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# PodGroups
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    meta: Meta
+    min_member: int
+    min_task_member: dict[str, int]
+    min_resources: Resource | None
+    queue: str
+    priority_class: str
+    phase: str
+    conditions: tuple[Mapping[str, Any], ...]
+    preemptable: bool
+
+    @property
+    def key(self) -> str:
+        return self.meta.key
+
+
+def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
+    meta = parse_meta(obj)
+    spec = _mapping(obj, "spec", "spec")
+    status = _mapping(obj, "status", "status")
+    min_member = _int(spec.get("minMember"), "spec.minMember", default=1)
+    if min_member < 0:
+        raise ObjectError("spec.minMember", f"must not be negative, got {min_member}")
+    mtm = {
+        str(k): _int(v, f"spec.minTaskMember[{k}]")
+        for k, v in _mapping(spec, "minTaskMember", "spec.minTaskMember").items()
+    }
+    min_res = spec.get("minResources")
+    phase = str(status.get("phase") or PodGroupPhase.PENDING)
+    if phase not in PodGroupPhase.ALL:
+        raise ObjectError("status.phase", f"unknown phase {phase!r}")
+    preempt = None
+    for source in (meta.annotations, meta.labels):
+        if PREEMPTABLE_KEY in source:
+            preempt = bool(parse_bool(source[PREEMPTABLE_KEY]))
+            break
+    return PodGroup(
+        meta=meta,
+        min_member=min_member,
+        min_task_member=mtm,
+        min_resources=None if min_res is None else _resources(min_res, "spec.minResources"),
+        queue=str(spec.get("queue") or DEFAULT_QUEUE),
+        priority_class=str(spec.get("priorityClassName") or ""),
+        phase=phase,
+        conditions=tuple(c for c in _list(status, "conditions", "status.conditions") if isinstance(c, Mapping)),
+        preemptable=bool(preempt),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Queues
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    meta: Meta
+    weight: int
+    capability: Resource
+    capability_set: bool  # spec.capability present (an empty one means "no limit" in Volcano)
+    deserved: Resource
+    deserved_set: bool
+    guarantee: Resource
+    reclaimable: bool
+    priority: int
+    parent: str
+    state: str
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+
+def parse_queue(obj: Mapping[str, Any]) -> Queue:
+    meta = parse_meta(obj, namespaced=False)
+    spec = _mapping(obj, "spec", "spec")
+    status = _mapping(obj, "status", "status")
+    weight = _int(spec.get("weight"), "spec.weight", default=1)
+    reclaimable_raw = spec.get("reclaimable")
+    if reclaimable_raw is None:
+        reclaimable = True
+    else:
+        parsed = parse_bool(reclaimable_raw)
+        if parsed is None:
+            raise ObjectError("spec.reclaimable", f"expected a boolean, got {reclaimable_raw!r}")
+        reclaimable = parsed
+    guarantee = _mapping(spec, "guarantee", "spec.guarantee")
+    state = str(status.get("state") or QueueState.OPEN)
+    return Queue(
+        meta=meta,
+        weight=weight,
+        capability=_resources(spec.get("capability"), "spec.capability"),
+        capability_set=bool(spec.get("capability")),
+        deserved=_resources(spec.get("deserved"), "spec.deserved"),
+        deserved_set=bool(spec.get("deserved")),
+        guarantee=_resources(guarantee.get("resource"), "spec.guarantee.resource"),
+        reclaimable=reclaimable,
+        priority=_int(spec.get("priority"), "spec.priority"),
+        parent=str(spec.get("parent") or ""),
+        state=state,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# PriorityClasses
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool
+
+
+def parse_priority_class(obj: Mapping[str, Any]) -> PriorityClass:
+    meta = parse_meta(obj, namespaced=False)
+    if "value" not in obj:
+        raise ObjectError("value", "missing")
+    return PriorityClass(
+        name=meta.name,
+        value=_int(obj.get("value"), "value"),
+        global_default=bool(obj.get("globalDefault") or False),
+    )
+
+
+def annotation_json(annotations: Mapping[str, str], key: str) -> Any:
+    """Parse a JSON annotation; raises ObjectError naming the annotation on bad JSON."""
+    raw = annotations.get(key)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ObjectError(f"metadata.annotations[{key}]", f"invalid JSON: {exc.msg}") from None

@@ -1,0 +1,221 @@
+"""A consistent cluster snapshot: typed records of every object the scheduler reads.
+
+The scheduling core is a pure function of a snapshot and a config (RUN-4). Both worlds (the
+simulator and the Kubernetes backend) build one of these and hand it to a Session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from tidesched.model.loader import Manifest
+from tidesched.model.objects import (
+    DEFAULT_QUEUE,
+    QUEUE_NAME_ANNOTATION,
+    Meta,
+    Node,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    Queue,
+    parse_node,
+    parse_pod,
+    parse_podgroup,
+    parse_priority_class,
+    parse_queue,
+)
+from tidesched.model.problems import Event, ObjectError, warning
+from tidesched.model.resource import Resource
+from tidesched.model.status import PodGroupPhase, QueueState
+
+DEFAULT_SCHEDULER_NAME = "volcano"
+
+_PARSERS = {
+    "Pod": parse_pod,
+    "Node": parse_node,
+    "PodGroup": parse_podgroup,
+    "Queue": parse_queue,
+    "PriorityClass": parse_priority_class,
+}
+# Kinds a scheduler snapshot does not use but that legitimately appear beside the ones it
+# does (the simulator's controllers read some of them).
+IGNORED_KINDS = frozenset(
+    {
+        "Namespace",
+        "ConfigMap",
+        "Secret",
+        "Service",
+        "ServiceAccount",
+        "Deployment",
+        "ReplicaSet",
+        "StatefulSet",
+        "DaemonSet",
+        "Job",
+        "CronJob",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "TFJob",
+        "PyTorchJob",
+        "MPIJob",
+        "Lease",
+        "Event",
+        "ResourceQuota",
+        "LimitRange",
+    }
+)
+
+
+class UnknownKindError(ValueError):
+    pass
+
+
+@dataclass(slots=True)
+class ClusterSnapshot:
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    podgroups: list[PodGroup] = field(default_factory=list)
+    queues: list[Queue] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
+    problems: list[Event] = field(default_factory=list)  # malformed objects, skipped
+    ignored: list[str] = field(default_factory=list)  # sources of objects of unused kinds
+
+
+def _kind_for_event(kind: str) -> str:
+    return kind if kind in _PARSERS else "Object"
+
+
+def _object_name(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return "", ""
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def synthesize_podgroup(pod: Pod) -> PodGroup:
+    """The PodGroup Volcano's podgroup controller creates for a pod that names none:
+    minMember 1, the pod's queue annotation, priority class and requests, and the pod's
+    ``volcano.sh/*`` annotations."""
+    name = f"podgroup-{pod.meta.uid}".replace("/", "-")
+    annotations = {k: v for k, v in pod.meta.annotations.items() if k.startswith("volcano.sh/")}
+    meta = Meta(
+        name=name,
+        namespace=pod.meta.namespace,
+        uid=f"{pod.meta.namespace}/{name}",
+        labels={},
+        annotations=annotations,
+        creation=pod.meta.creation,
+        deletion=0.0,
+        owner_kind="Pod",
+        owner_name=pod.meta.name,
+    )
+    running = pod.node_name != ""
+    return PodGroup(
+        meta=meta,
+        min_member=1,
+        min_task_member={},
+        min_resources=pod.resreq.clone(),
+        queue=pod.meta.annotations.get(QUEUE_NAME_ANNOTATION) or DEFAULT_QUEUE,
+        priority_class=pod.priority_class,
+        phase=PodGroupPhase.RUNNING if running else PodGroupPhase.PENDING,
+        conditions=(),
+        preemptable=pod.preemptable if "volcano.sh/preemptable" in pod.meta.annotations else False,
+    )
+
+
+def default_queue() -> Queue:
+    meta = Meta(DEFAULT_QUEUE, "", DEFAULT_QUEUE, {}, {}, 0.0, 0.0, "", "")
+    return Queue(
+        meta=meta,
+        weight=1,
+        capability=Resource(),
+        capability_set=False,
+        deserved=Resource(),
+        deserved_set=False,
+        guarantee=Resource(),
+        reclaimable=True,
+        priority=0,
+        parent="",
+        state=QueueState.OPEN,
+    )
+
+
+def build_snapshot(
+    manifests: Iterable[Manifest | Mapping[str, Any]],
+    *,
+    scheduler_names: Iterable[str] = (DEFAULT_SCHEDULER_NAME,),
+    synthesize_podgroups: bool = True,
+    ensure_default_queue: bool = True,
+    strict_kinds: bool = True,
+) -> ClusterSnapshot:
+    """Parse raw objects into a snapshot. Malformed objects are skipped and reported as
+    Warning events in ``problems``; an unknown kind raises UnknownKindError when
+    ``strict_kinds`` (the CLI) and is reported otherwise."""
+    snap = ClusterSnapshot()
+    ours = set(scheduler_names)
+    seen: dict[tuple[str, str], str] = {}
+    for item in manifests:
+        source, obj = (item.source, item.obj) if isinstance(item, Manifest) else ("<object>", item)
+        kind = obj.get("kind")
+        ns, name = _object_name(obj)
+        if kind not in _PARSERS:
+            if kind in IGNORED_KINDS:
+                snap.ignored.append(f"{source}: {kind} {ns + '/' if ns else ''}{name}")
+                continue
+            msg = f"{source}: unknown kind {kind!r} (scheduler objects: {', '.join(sorted(_PARSERS))})"
+            if strict_kinds:
+                raise UnknownKindError(msg)
+            snap.problems.append(warning("Object", ns, name, "UnknownKind", msg))
+            continue
+        try:
+            record = _PARSERS[kind](obj)
+        except ObjectError as exc:
+            snap.problems.append(
+                warning(kind, ns, name, "InvalidObject", f"{source}: {kind} {ns + '/' if ns else ''}{name}: {exc}")
+            )
+            continue
+        ident = (kind, (ns + "/" if ns and kind in ("Pod", "PodGroup") else "") + name)
+        if ident in seen:
+            snap.problems.append(
+                warning(kind, ns, name, "DuplicateObject", f"{source}: {kind} {ident[1]} also defined at {seen[ident]}; the later one wins")
+            )
+            _drop(snap, kind, ident[1])
+        seen[ident] = source
+        if kind == "Pod":
+            assert isinstance(record, Pod)
+            snap.pods.append(record)
+        elif kind == "Node":
+            snap.nodes.append(record)  # type: ignore[arg-type]
+        elif kind == "PodGroup":
+            snap.podgroups.append(record)  # type: ignore[arg-type]
+        elif kind == "Queue":
+            snap.queues.append(record)  # type: ignore[arg-type]
+        else:
+            snap.priority_classes.append(record)  # type: ignore[arg-type]
+
+    if synthesize_podgroups:
+        for pod in snap.pods:
+            if not pod.group_name and pod.scheduler_name in ours:
+                pg = synthesize_podgroup(pod)
+                snap.podgroups.append(pg)
+                object.__setattr__(pod, "group_name", pg.meta.name)
+    if ensure_default_queue and not any(q.name == DEFAULT_QUEUE for q in snap.queues):
+        snap.queues.append(default_queue())
+    return snap
+
+
+def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
+    if kind == "Pod":
+        snap.pods = [p for p in snap.pods if p.key != key]
+    elif kind == "PodGroup":
+        snap.podgroups = [p for p in snap.podgroups if p.key != key]
+    elif kind == "Node":
+        snap.nodes = [n for n in snap.nodes if n.name != key]
+    elif kind == "Queue":
+        snap.queues = [q for q in snap.queues if q.name != key]
+    else:
+        snap.priority_classes = [p for p in snap.priority_classes if p.name != key]

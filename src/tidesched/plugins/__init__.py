@@ -1,0 +1,32 @@
+"""Scheduler plugins, one module per plugin, registered under their config names."""
+
+from __future__ import annotations
+
+import importlib
+
+from tidesched.framework.plugin import PLUGINS
+
+_MODULES = (
+    "priority",
+    "gang",
+    "conformance",
+    "predicates",
+    "nodeorder",
+    "binpack",
+    "drf",
+    "proportion",
+    "overcommit",
+    "capacity",
+    "capacity_card",
+)
+
+
+def load_all() -> dict[str, type]:
+    """Import every plugin module so that it registers itself; returns the registry."""
+    for mod in _MODULES:
+        try:
+            importlib.import_module(f"tidesched.plugins.{mod}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"tidesched.plugins.{mod}":
+                raise
+    return PLUGINS

@@ -1,0 +1,182 @@
+"""nodeorder plugin (Volcano plugins/nodeorder): kube-scheduler scores, vectorised.
+
+Registers NodeOrderFn: for the candidate rows of a task,
+``Σ weight × score`` of
+
+* ``leastrequested`` (weight 1): NodeResourcesFit LeastAllocated over cpu and memory,
+* ``mostrequested`` (0): MostAllocated over cpu and memory,
+* ``balancedresource`` (1): BalancedAllocation over cpu, memory and ``nvidia.com/gpu``,
+* ``nodeaffinity`` (2): raw sum of matching preferred node-affinity term weights (Volcano
+  does not normalise it),
+* ``tainttoleration`` (3): untolerated PreferNoSchedule taints, reverse-normalised over the
+  candidates,
+* ``podaffinity`` (2): the pod's preferred pod (anti-)affinity terms against placed pods,
+  min–max normalised over the candidates.
+
+Arguments ``<name>.weight`` as Volcano; weight 0 disables a scorer. ``imagelocality`` and
+``podtopologyspread`` weights are accepted; image data is not part of the snapshot, so image
+locality scores 0, and topology spread scoring is not implemented yet (also 0).
+
+Node "requested" is the node's summed pod requests plus the incoming pod's (kube-scheduler's
+non-zero defaults of 100m CPU / 200Mi are applied to the incoming pod only).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from tidesched.framework.plugin import Plugin, register_plugin
+from tidesched.k8s import scoring
+from tidesched.k8s.node_index import NodeLabelIndex
+from tidesched.k8s.selectors import SelectorError, affinity_term_namespaces, compile_label_selector
+from tidesched.k8s.taints import TaintIndex
+
+if TYPE_CHECKING:
+    from tidesched.framework.session import Session
+    from tidesched.model.infos import TaskInfo
+
+WEIGHT_KEYS = {
+    "leastrequested": "leastrequested.weight",
+    "mostrequested": "mostrequested.weight",
+    "balancedresource": "balancedresource.weight",
+    "nodeaffinity": "nodeaffinity.weight",
+    "podaffinity": "podaffinity.weight",
+    "tainttoleration": "tainttoleration.weight",
+    "imagelocality": "imagelocality.weight",
+    "podtopologyspread": "podtopologyspread.weight",
+}
+
+
+def _least(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
+    """LeastAllocated with equal cpu/memory weights, integer steps as kube-scheduler."""
+    inc = alloc > 0
+    safe = np.where(inc, alloc, 1)
+    per = np.where(inc & (req <= alloc), np.floor((alloc - req) * 100 / safe), 0)
+    cnt = inc.sum(axis=1)
+    return np.where(cnt > 0, np.floor(per.sum(axis=1) / np.maximum(cnt, 1)), 0)
+
+
+def _most(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
+    inc = alloc > 0
+    safe = np.where(inc, alloc, 1)
+    per = np.where(inc, np.floor(np.minimum(req, alloc) * 100 / safe), 0)
+    cnt = inc.sum(axis=1)
+    return np.where(cnt > 0, np.floor(per.sum(axis=1) / np.maximum(cnt, 1)), 0)
+
+
+def _balanced(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
+    """BalancedAllocation: (1 − std of requested fractions) × 100, fractions capped at 1."""
+    inc = alloc > 0
+    frac = np.minimum(np.where(inc, req / np.where(inc, alloc, 1), 0.0), 1.0)
+    cnt = inc.sum(axis=1)
+    if frac.shape[1] == 2:
+        std = np.where(cnt == 2, np.abs(frac[:, 0] - frac[:, 1]) / 2, 0.0)
+    else:
+        mean = frac.sum(axis=1) / np.maximum(cnt, 1)
+        var = (np.where(inc, (frac - mean[:, None]) ** 2, 0.0)).sum(axis=1) / np.maximum(cnt, 1)
+        std = np.where(cnt >= 2, np.sqrt(var), 0.0)
+    return np.trunc((1.0 - std) * 100.0)
+
+
+@register_plugin
+class NodeOrderPlugin(Plugin):
+    name = "nodeorder"
+
+    def on_session_open(self, ssn: "Session") -> None:
+        defaults = scoring.VOLCANO_NODEORDER_DEFAULT_WEIGHTS
+        self.weights = {k: self.arguments.get_int(arg, int(defaults.get(k, 0))) for k, arg in WEIGHT_KEYS.items()}
+        self.ssn = ssn
+        table = ssn.table
+        self.balanced_cols = [table.dim_index[d] for d in ("cpu", "memory", "nvidia.com/gpu") if d in table.dim_index]
+        self._labels: NodeLabelIndex | None = None
+        self._taints: TaintIndex | None = None
+        ssn.add_fn("node_order", self.name, self.score)
+
+    @property
+    def labels(self) -> NodeLabelIndex:
+        if self._labels is None:
+            t = self.ssn.table
+            self._labels = NodeLabelIndex(t.names, [n.meta.labels for n in t.nodes])
+        return self._labels
+
+    @property
+    def taints(self) -> TaintIndex:
+        if self._taints is None:
+            self._taints = TaintIndex([list(n.taints) for n in self.ssn.table.nodes], errors=[])
+        return self._taints
+
+    def score(self, task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
+        w = self.weights
+        table = self.ssn.table
+        total = np.zeros(len(idx))
+        req_vec = task.req_vec
+        assert req_vec is not None
+        if w["leastrequested"] or w["mostrequested"]:
+            cpu = req_vec[0] if req_vec[0] > 0 else scoring.DEFAULT_MILLI_CPU_REQUEST
+            mem = req_vec[1] if req_vec[1] > 0 else scoring.DEFAULT_MEMORY_REQUEST
+            alloc = table.allocatable[idx, :2]
+            req = table.used[idx, :2] + np.array([cpu, mem])
+            if w["leastrequested"]:
+                total += w["leastrequested"] * _least(alloc, req)
+            if w["mostrequested"]:
+                total += w["mostrequested"] * _most(alloc, req)
+        if w["balancedresource"] and np.any(req_vec[self.balanced_cols] > 0):
+            cols = self.balanced_cols
+            alloc = table.allocatable[np.ix_(idx, cols)]
+            req = table.used[np.ix_(idx, cols)] + req_vec[cols]
+            total += w["balancedresource"] * _balanced(alloc, req)
+        if w["nodeaffinity"]:
+            preferred = self._preferred_node_terms(task)
+            if preferred:
+                try:
+                    total += w["nodeaffinity"] * self.labels.preferred_affinity_scores(preferred)[idx]
+                except SelectorError:
+                    pass  # the predicate already reports a malformed affinity
+        if w["tainttoleration"]:
+            counts = self.taints.prefer_no_schedule_counts(task.pod.tolerations)[idx]
+            if counts.any():
+                total += w["tainttoleration"] * scoring.default_normalize(counts, 100, reverse=True)
+            else:
+                total += w["tainttoleration"] * 100.0
+        if w["podaffinity"]:
+            total += w["podaffinity"] * self._pod_affinity_scores(task, idx)
+        return total
+
+    @staticmethod
+    def _preferred_node_terms(task: "TaskInfo") -> list[Mapping[str, Any]]:
+        aff = task.pod.affinity.get("nodeAffinity") if isinstance(task.pod.affinity, Mapping) else None
+        if not isinstance(aff, Mapping):
+            return []
+        return list(aff.get("preferredDuringSchedulingIgnoredDuringExecution") or [])
+
+    def _pod_affinity_scores(self, task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
+        aff = task.pod.affinity if isinstance(task.pod.affinity, Mapping) else {}
+        terms: list[tuple[Mapping[str, Any], int]] = []
+        for kind, sign in (("podAffinity", 1), ("podAntiAffinity", -1)):
+            part = aff.get(kind)
+            if isinstance(part, Mapping):
+                for wt in part.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+                    if isinstance(wt, Mapping) and isinstance(wt.get("podAffinityTerm"), Mapping):
+                        terms.append((wt["podAffinityTerm"], sign * int(wt.get("weight", 0))))
+        if not terms:
+            return np.zeros(len(idx))
+        table = self.ssn.table
+        n = len(table)
+        contributions = []
+        for term, weight in terms:
+            try:
+                selector = compile_label_selector(term.get("labelSelector"))
+                namespaces = affinity_term_namespaces(term, task.namespace)
+            except SelectorError:
+                continue
+            per_node = np.zeros(n, dtype=np.int64)
+            for row, tasks in enumerate(table.tasks):
+                for other in tasks.values():
+                    if other.uid != task.uid and other.namespace in namespaces and selector.matches(other.pod.meta.labels):
+                        per_node[row] += weight
+            contributions.append((self.labels.topology_codes(str(term.get("topologyKey", ""))), per_node))
+        cand = np.zeros(n, dtype=bool)
+        cand[idx] = True
+        return scoring.interpod_affinity_scores(contributions, n, cand)[idx]

@@ -1,0 +1,261 @@
+"""predicates plugin (Volcano plugins/predicates): kube-scheduler filters, vectorised.
+
+Registers PredicateFn. For a task it returns, over all nodes at once:
+
+* NodeUnschedulable — ``spec.unschedulable`` nodes unless the pod tolerates the
+  ``node.kubernetes.io/unschedulable`` taint (unresolvable).
+* NodeAffinity — ``nodeSelector`` and required node affinity, every operator
+  (``predicate.NodeAffinityEnable``, unresolvable).
+* TaintToleration — untolerated NoSchedule/NoExecute taints (``predicate.TaintTolerationEnable``,
+  unresolvable).
+* Pod count — the node's ``pods`` allocatable (Volcano MaxTaskNum; a node without it fits
+  no pod).
+* NodePorts — host port conflicts (``predicate.NodePortsEnable``).
+* InterPodAffinity — required pod affinity / anti-affinity of the pod, and existing pods'
+  required anti-affinity against it (``predicate.PodAffinityEnable``).
+
+Predicate cache (EXT-4, seed 004). The node-property filters (the first three) never change
+within a session, so their mask is cached per *task template*: a key derived from everything
+that affects them (nodeSelector, node affinity, tolerations). Two pods share cached results
+only when those are identical, whatever their ``volcano.sh/task-spec`` role says, so a CPU
+master and GPU workers of one job can never poison each other's cache — with or without the
+annotation. The dynamic filters (pod count, ports, pod affinity) are evaluated afresh each
+time; they are cheap array operations or only run for pods that use them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, PredicateResult, register_plugin
+from tidesched.k8s.node_index import NodeLabelIndex
+from tidesched.k8s.selectors import SelectorError, compile_label_selector, affinity_term_namespaces
+from tidesched.k8s.taints import TaintIndex, tolerates_unschedulable
+from tidesched.model.objects import HostPort
+
+if TYPE_CHECKING:
+    from tidesched.framework.session import Session
+    from tidesched.model.infos import TaskInfo
+
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_TAINT = "node(s) had untolerated taint"
+REASON_PODS = "node(s) pod number exceeded"
+REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
+REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
+REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+REASON_INVALID = "pod has an invalid node selector or affinity"
+
+
+def template_key(task: "TaskInfo") -> str:
+    """Everything the static node filters read, as one comparable string."""
+    key = task.template_key
+    if key is None:
+        spec = task.pod.raw_spec
+        affinity = spec.get("affinity") or {}
+        key = json.dumps(
+            [
+                spec.get("nodeSelector") or {},
+                affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else affinity,
+                spec.get("tolerations") or [],
+            ],
+            sort_keys=True,
+            default=str,
+        )
+        task.template_key = key
+    return key
+
+
+def _pod_affinity(task: "TaskInfo", kind: str) -> list[Mapping[str, Any]]:
+    affinity = task.pod.affinity.get(kind) if isinstance(task.pod.affinity, Mapping) else None
+    if not isinstance(affinity, Mapping):
+        return []
+    terms = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+    return [t for t in terms if isinstance(t, Mapping)]
+
+
+def _ports_conflict(a: HostPort, b: HostPort) -> bool:
+    if a.port != b.port or a.protocol != b.protocol:
+        return False
+    return a.host_ip == b.host_ip or "0.0.0.0" in (a.host_ip, b.host_ip)
+
+
+@register_plugin
+class PredicatesPlugin(Plugin):
+    name = "predicates"
+
+    def on_session_open(self, ssn: "Session") -> None:
+        args = self.arguments
+        self.node_affinity_on = args.get_bool("predicate.NodeAffinityEnable", True)
+        self.ports_on = args.get_bool("predicate.NodePortsEnable", True)
+        self.taints_on = args.get_bool("predicate.TaintTolerationEnable", True)
+        self.pod_affinity_on = args.get_bool("predicate.PodAffinityEnable", True)
+        table = ssn.table
+        self.ssn = ssn
+        self.labels = NodeLabelIndex(table.names, [n.meta.labels for n in table.nodes])
+        taint_errors: list[str] = []
+        self.taints = TaintIndex([list(n.taints) for n in table.nodes], errors=taint_errors)
+        for msg in taint_errors:
+            ssn.event("Node", "", "", "Warning", "InvalidTaint", msg)
+        self.unschedulable = np.array([n.unschedulable for n in table.nodes], dtype=bool)
+        self._static: dict[str, tuple[np.ndarray, list[NodeFailure]]] = {}
+        # Placed pods with required anti-affinity: their terms constrain every newcomer.
+        self._anti_holders = self._find_anti_holders()
+        ssn.add_fn("predicate", self.name, self.predicate)
+        ssn.add_event_handler(EventHandler(allocate=self._on_allocate))
+
+    def _on_allocate(self, task: "TaskInfo") -> None:
+        if not self._anti_holders and _pod_affinity(task, "podAntiAffinity"):
+            self._anti_holders = True
+
+    def _find_anti_holders(self) -> bool:
+        return any(
+            _pod_affinity(t, "podAntiAffinity") for row in self.ssn.table.tasks for t in row.values()
+        )
+
+    # -- static ---------------------------------------------------------------------------
+
+    def _static_mask(self, task: "TaskInfo") -> tuple[np.ndarray, list[NodeFailure]]:
+        key = template_key(task)
+        cached = self._static.get(key)
+        if cached is not None:
+            return cached
+        n = len(self.ssn.table)
+        passed = np.ones(n, dtype=bool)
+        failures: list[NodeFailure] = []
+        if self.unschedulable.any() and not tolerates_unschedulable(task.pod.tolerations):
+            failures.append(NodeFailure(REASON_UNSCHEDULABLE, self.unschedulable.copy(), True))
+            passed &= ~self.unschedulable
+        if self.node_affinity_on:
+            errors: list[str] = []
+            try:
+                mask = self.labels.pod_node_mask(task.pod.raw_spec, errors)
+                reason = REASON_AFFINITY
+            except SelectorError as exc:
+                mask = np.zeros(n, dtype=bool)
+                reason = f"{REASON_INVALID}: {exc}"
+            failed = passed & ~mask
+            if failed.any():
+                failures.append(NodeFailure(reason, failed, True))
+            passed &= mask
+        if self.taints_on:
+            try:
+                mask = self.taints.filter_mask(task.pod.tolerations)
+                reason = REASON_TAINT
+            except SelectorError as exc:
+                mask = np.zeros(n, dtype=bool)
+                reason = f"pod has invalid tolerations: {exc}"
+            failed = passed & ~mask
+            if failed.any():
+                failures.append(NodeFailure(reason, failed, True))
+            passed &= mask
+        passed.flags.writeable = False
+        self._static[key] = (passed, failures)
+        return passed, failures
+
+    # -- dynamic --------------------------------------------------------------------------
+
+    def predicate(self, task: "TaskInfo") -> PredicateResult:
+        static_passed, static_failures = self._static_mask(task)
+        table = self.ssn.table
+        passed = static_passed & (table.pod_count < table.max_pods)
+        failures = list(static_failures)
+        too_many = static_passed & ~passed
+        if too_many.any():
+            failures.append(NodeFailure(REASON_PODS, too_many))
+        if self.ports_on and task.pod.host_ports:
+            self._check_ports(task, passed, failures)
+        if self.pod_affinity_on and (
+            self._anti_holders or _pod_affinity(task, "podAffinity") or _pod_affinity(task, "podAntiAffinity")
+        ):
+            self._check_pod_affinity(task, passed, failures)
+        return PredicateResult(passed, failures)
+
+    def _check_ports(self, task: "TaskInfo", passed: np.ndarray, failures: list[NodeFailure]) -> None:
+        table = self.ssn.table
+        bad = np.zeros(len(table), dtype=bool)
+        for row, tasks in enumerate(table.tasks):
+            if not passed[row]:
+                continue
+            for other in tasks.values():
+                if other.uid != task.uid and any(
+                    _ports_conflict(a, b) for a in other.pod.host_ports for b in task.pod.host_ports
+                ):
+                    bad[row] = True
+                    break
+        if bad.any():
+            failures.append(NodeFailure(REASON_PORTS, bad.copy()))
+            passed &= ~bad
+
+    def _placed(self) -> list[tuple[int, "TaskInfo"]]:
+        return [(row, t) for row, tasks in enumerate(self.ssn.table.tasks) for t in tasks.values()]
+
+    def _check_pod_affinity(self, task: "TaskInfo", passed: np.ndarray, failures: list[NodeFailure]) -> None:
+        placed = [(row, t) for row, t in self._placed() if t.uid != task.uid]
+        labels = task.pod.meta.labels
+        ns = task.namespace
+        bad_aff = np.zeros(len(passed), dtype=bool)
+        for term in _pod_affinity(task, "podAffinity"):
+            mask = self._term_domain_mask(term, task, placed)
+            if mask is None:
+                # No pod matches anywhere: allowed only if the pod matches its own term
+                # (the first pod of a group), and only on nodes carrying the topology key.
+                codes = self.labels.topology_codes(str(term.get("topologyKey", "")))
+                if self._term_matches(term, ns, ns, labels):
+                    mask = codes >= 0
+                else:
+                    mask = np.zeros(len(passed), dtype=bool)
+            bad_aff |= ~mask
+        bad_aff &= passed
+        if bad_aff.any():
+            failures.append(NodeFailure(REASON_POD_AFFINITY, bad_aff.copy(), True))
+            passed &= ~bad_aff
+        bad_anti = np.zeros(len(passed), dtype=bool)
+        for term in _pod_affinity(task, "podAntiAffinity"):
+            mask = self._term_domain_mask(term, task, placed)
+            if mask is not None:
+                bad_anti |= mask
+        bad_anti &= passed
+        if bad_anti.any():
+            failures.append(NodeFailure(REASON_POD_ANTI_AFFINITY, bad_anti.copy()))
+            passed &= ~bad_anti
+        if self._anti_holders:
+            bad_existing = np.zeros(len(passed), dtype=bool)
+            for row, other in placed:
+                for term in _pod_affinity(other, "podAntiAffinity"):
+                    if self._term_matches(term, other.namespace, ns, labels):
+                        codes = self.labels.topology_codes(str(term.get("topologyKey", "")))
+                        code = codes[row]
+                        if code >= 0:
+                            bad_existing |= codes == code
+            bad_existing &= passed
+            if bad_existing.any():
+                failures.append(NodeFailure(REASON_EXISTING_ANTI_AFFINITY, bad_existing.copy()))
+                passed &= ~bad_existing
+
+    @staticmethod
+    def _term_matches(term: Mapping[str, Any], owner_ns: str, other_ns: str, other_labels: Mapping[str, str]) -> bool:
+        try:
+            if other_ns not in affinity_term_namespaces(term, owner_ns) and term.get("namespaceSelector") is None:
+                return False
+            return compile_label_selector(term.get("labelSelector")).matches(other_labels)
+        except SelectorError:
+            return False
+
+    def _term_domain_mask(
+        self, term: Mapping[str, Any], task: "TaskInfo", placed: list[tuple[int, "TaskInfo"]]
+    ) -> np.ndarray | None:
+        """Nodes in the same topology domain as a placed pod matching the term; None when
+        no placed pod matches."""
+        codes = self.labels.topology_codes(str(term.get("topologyKey", "")))
+        hit: set[int] = set()
+        for row, other in placed:
+            if codes[row] >= 0 and self._term_matches(term, task.namespace, other.namespace, other.pod.meta.labels):
+                hit.add(int(codes[row]))
+        if not hit:
+            return None
+        return np.isin(codes, np.fromiter(hit, dtype=codes.dtype))

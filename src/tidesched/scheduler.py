@@ -1,0 +1,73 @@
+"""The scheduling core's entry points: one session over a snapshot with a config.
+
+``tidesched schedule``, the scenario tests, the simulator and the Kubernetes mode all call
+:func:`run_session`, so they make the very same decisions (RUN-4).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from tidesched.actions import ACTIONS, load_all as load_actions
+from tidesched.framework.config import SchedulerConfig, default_config, load_config, load_config_file
+from tidesched.framework.session import Decisions, Session
+from tidesched.model.loader import Manifest
+from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
+from tidesched.plugins import load_all as load_plugins
+
+
+def known_actions() -> list[str]:
+    load_actions()
+    return sorted(ACTIONS)
+
+
+def known_plugins() -> list[str]:
+    return sorted(load_plugins())
+
+
+def config_from_text(text: str, source: str = "<config>") -> SchedulerConfig:
+    return load_config(text, source, known_actions=known_actions(), known_plugins=known_plugins())
+
+
+def config_from_file(path: str | Path | None) -> SchedulerConfig:
+    """The scheduler config in ``path``, or Volcano's built-in default when None."""
+    if path is None:
+        return default_config(known_actions=known_actions(), known_plugins=known_plugins())
+    return load_config_file(path, known_actions=known_actions(), known_plugins=known_plugins())
+
+
+def open_session(
+    snapshot: ClusterSnapshot,
+    config: SchedulerConfig,
+    *,
+    scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
+    uid: str = "session",
+    now: float = 0.0,
+) -> Session:
+    load_actions()
+    load_plugins()
+    return Session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now)
+
+
+def run_session(
+    snapshot: ClusterSnapshot,
+    config: SchedulerConfig,
+    *,
+    scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
+    uid: str = "session",
+    now: float = 0.0,
+) -> Decisions:
+    return open_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now).run()
+
+
+def schedule_manifests(
+    manifests: Iterable[Manifest],
+    config: SchedulerConfig,
+    *,
+    scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
+) -> tuple[Session, Decisions]:
+    """What ``tidesched schedule`` does after loading its inputs."""
+    snapshot = build_snapshot(manifests, scheduler_names=scheduler_names)
+    ssn = open_session(snapshot, config, scheduler_names=scheduler_names)
+    return ssn, ssn.run()

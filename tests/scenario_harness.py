@@ -1,0 +1,88 @@
+"""Scenario tests: YAML documents with a scheduler config, plain manifests and the expected
+decisions, run through the same code path as ``tidesched schedule``.
+
+Format (one scenario per YAML document; a file may hold many)::
+
+    name: allocate-gang-fits
+    source: where the case comes from (e.g. the Volcano unit test it was ported from)
+    scheduler_config: |            # Volcano scheduler config text (or a mapping)
+      actions: "enqueue, allocate"
+      tiers: ...
+    objects: [ ...manifests... ]   # pods without schedulerName get "volcano"
+    expect:
+      bound: {ns/pod: node}        # exact; {} when omitted
+      pipelined: {ns/pod: node}    # exact; {} when omitted
+      evicted: [ns/pod]            # exact (as a set); [] when omitted
+      podgroup_phase: {ns/pg: Inqueue}   # only the listed PodGroups are checked
+      events:                      # each must be present
+        - {kind: Pod, name: p1, reason: FailedScheduling, message_contains: "Insufficient cpu"}
+      absent_events: [...]         # each must NOT be present (same matching)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from tidesched.framework.session import Decisions
+from tidesched.model.loader import Manifest
+from tidesched.scheduler import config_from_text, schedule_manifests
+
+SCENARIO_DIR = Path(__file__).parent / "scenarios"
+
+
+def iter_scenarios() -> Iterator[tuple[str, dict[str, Any]]]:
+    for path in sorted(SCENARIO_DIR.glob("*.yaml")):
+        for i, doc in enumerate(yaml.safe_load_all(path.read_text())):
+            if not doc:
+                continue
+            name = doc.get("name") or f"{path.stem}#{i}"
+            yield f"{path.stem}::{name}", doc
+
+
+def run_scenario(doc: dict[str, Any]) -> Decisions:
+    cfg = doc["scheduler_config"]
+    text = cfg if isinstance(cfg, str) else yaml.safe_dump(cfg)
+    config = config_from_text(text, "<scenario config>")
+    manifests = []
+    for i, obj in enumerate(doc.get("objects") or []):
+        if obj.get("kind") == "Pod":
+            obj.setdefault("spec", {}).setdefault("schedulerName", "volcano")
+        manifests.append(Manifest(f"objects[{i}]", obj))
+    _ssn, decisions = schedule_manifests(manifests, config)
+    return decisions
+
+
+def _event_matches(expected: dict[str, Any], event: dict[str, str]) -> bool:
+    for key in ("kind", "namespace", "name", "type", "reason", "message"):
+        if key in expected and event.get(key) != expected[key]:
+            return False
+    contains = expected.get("message_contains")
+    if contains is not None and contains not in event.get("message", ""):
+        return False
+    return True
+
+
+def check_expectations(doc: dict[str, Any], decisions: Decisions) -> list[str]:
+    expect = doc.get("expect") or {}
+    out = decisions.to_json()
+    problems: list[str] = []
+    for key in ("bound", "pipelined"):
+        want = expect.get(key) or {}
+        if out[key] != want:
+            problems.append(f"{key}: expected {want}, got {out[key]}")
+    want_evicted = sorted(expect.get("evicted") or [])
+    if sorted(out["evicted"]) != want_evicted:
+        problems.append(f"evicted: expected {want_evicted}, got {sorted(out['evicted'])}")
+    for pg, phase in (expect.get("podgroup_phase") or {}).items():
+        if out["podgroups"].get(pg) != phase:
+            problems.append(f"podgroup {pg}: expected phase {phase}, got {out['podgroups'].get(pg)}")
+    for ev in expect.get("events") or []:
+        if not any(_event_matches(ev, e) for e in out["events"]):
+            problems.append(f"missing event {ev}; events were: {out['events']}")
+    for ev in expect.get("absent_events") or []:
+        if any(_event_matches(ev, e) for e in out["events"]):
+            problems.append(f"unexpected event matching {ev}")
+    return problems
