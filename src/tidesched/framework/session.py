@@ -60,9 +60,14 @@ HOOK_SWITCH: dict[str, str | None] = {
     "pre_predicate": "predicate",
     "node_order": "node_order",
     "best_node": "best_node",
+    "simulate_init": "allocatable",
+    "simulate_add_task": "allocatable",
+    "simulate_remove_task": "allocatable",
     "simulate_allocatable": "allocatable",
     "simulate_predicate": "predicate",
 }
+# Simulate hooks run when the plugin enables either of these switches (Volcano).
+_SIMULATE_HOOKS = frozenset({"simulate_init", "simulate_add_task", "simulate_remove_task", "simulate_allocatable"})
 
 _SCHEDULED = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
 _COMPLETED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
@@ -319,7 +324,7 @@ class Session:
 
     @staticmethod
     def _switch_on(opt: Any, hook: str, switch: str) -> bool:
-        if hook in ("simulate_allocatable",):
+        if hook in _SIMULATE_HOOKS:
             return bool(opt.enabled("allocatable") or opt.enabled("preemptable"))
         return bool(opt.enabled(switch))
 
@@ -493,6 +498,41 @@ class Session:
                         failures.append(NodeFailure(f.reason, newly, f.unresolvable))
                 passed &= res.passed
         return PredicateResult(passed, failures)
+
+    # -- simulation for dry-run preemption (Volcano CycleState + Simulate* hooks) ----------
+
+    def simulate_state(self, task: TaskInfo) -> dict[str, Any]:
+        """A fresh cycle state for a dry run: each plugin clones what it needs into it
+        (``simulate_init`` fns: ``fn(state, task)``)."""
+        state: dict[str, Any] = {}
+        for tier in self._chain("simulate_init"):
+            for _name, fn in tier:
+                fn(state, task)
+        return state
+
+    def simulate_remove_task(self, state: dict[str, Any], preemptor: TaskInfo, victim: TaskInfo, row: int) -> None:
+        for tier in self._chain("simulate_remove_task"):
+            for _name, fn in tier:
+                fn(state, preemptor, victim, row)
+
+    def simulate_add_task(self, state: dict[str, Any], preemptor: TaskInfo, victim: TaskInfo, row: int) -> None:
+        for tier in self._chain("simulate_add_task"):
+            for _name, fn in tier:
+                fn(state, preemptor, victim, row)
+
+    def simulate_allocatable(self, state: dict[str, Any], queue: QueueInfo, task: TaskInfo) -> bool:
+        for tier in self._chain("simulate_allocatable"):
+            for _name, fn in tier:
+                if not fn(state, queue, task):
+                    return False
+        return True
+
+    def simulate_predicate(self, state: dict[str, Any], task: TaskInfo, row: int) -> bool:
+        for tier in self._chain("simulate_predicate"):
+            for _name, fn in tier:
+                if not fn(state, task, row):
+                    return False
+        return True
 
     def node_order(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         scores = np.zeros(len(idx))
