@@ -94,7 +94,7 @@ def _allocate_tasks(ssn: "Session", stmt: Statement, tasks: PriorityQueue, job: 
             if job.need_continue_allocating():
                 continue
             break
-        idle_fit = feasible & table.fits(task, table.idle)
+        idle_fit = feasible & table.fits_cached(task, "idle")
         node = best_node(ssn, task, idle_fit) if idle_fit.any() else best_node(ssn, task, feasible)
         assert node is not None
         if idle_fit[node]:

@@ -25,7 +25,7 @@ def feasible_nodes(
     pred = ssn.predicate(task)
     if not check_resources:
         return pred.passed, pred, None
-    fit = ssn.table.fits(task, ssn.table.future_idle)
+    fit = ssn.table.fits_cached(task, "future")
     return pred.passed & fit, pred, fit
 
 

@@ -12,7 +12,7 @@ resources (used) and also counts as releasing; a Pipelined task reserves future-
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -55,6 +55,9 @@ class NodeTable:
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.max_pods = np.array([node.allocatable.max_task_num for node in self.nodes], dtype=np.int64)
         self.tasks: list[dict[str, TaskInfo]] = [{} for _ in range(n)]
+        # Rows changed so far, in order: per-row caches catch up from their last position.
+        self.change_log: list[int] = []
+        self._row_caches: dict[object, list] = {}
 
     def __len__(self) -> int:
         return len(self.names)
@@ -105,6 +108,47 @@ class NodeTable:
     def _refresh(self, i: int) -> None:
         np.subtract(self.allocatable[i], self.used[i], out=self.idle[i])
         self.future_idle[i] = self.idle[i] + self.releasing[i] - self.pipelined[i]
+        self.change_log.append(i)
+
+    # -- per-row caches -----------------------------------------------------------------
+
+    def row_cached(self, key: object, compute: Callable[[np.ndarray | None], np.ndarray]) -> np.ndarray:
+        """Per-node values that depend only on a row's state and on ``key`` (e.g. a request
+        shape), kept up to date incrementally: ``compute(None)`` gives all rows, and
+        ``compute(rows)`` recomputes only the rows changed since the last call. Gang
+        members and repeated pod templates share one entry, so a placement costs one row
+        of work per cached shape instead of a pass over every node.
+
+        The returned array is the cache itself: callers must not modify it."""
+        entry = self._row_caches.get(key)
+        log = self.change_log
+        if entry is None:
+            values = compute(None)
+            self._row_caches[key] = [values, len(log)]
+            return values
+        values, seen = entry
+        if seen < len(log):
+            pending = log[seen:]
+            if len(pending) * 4 >= len(self.names):
+                values[:] = compute(None)
+            else:
+                rows = np.unique(np.fromiter(pending, dtype=np.int64, count=len(pending)))
+                values[rows] = compute(rows)
+            entry[1] = len(log)
+        return values
+
+    def fits_cached(self, task: TaskInfo, which: str) -> np.ndarray:
+        """``fits(task, idle)`` or ``fits(task, future_idle)`` through the row cache."""
+        assert task.check_cols is not None
+        check = task.check_cols
+        avail = self.idle if which == "idle" else self.future_idle
+        key = (which, check.tobytes())
+
+        def compute(rows: np.ndarray | None) -> np.ndarray:
+            part = avail if rows is None else avail[rows]
+            return np.all(part + MIN_RESOURCE > check, axis=1)
+
+        return self.row_cached(key, compute)
 
     def add_task(self, i: int, task: TaskInfo) -> None:
         vec = task.req_vec

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError

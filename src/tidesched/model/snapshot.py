@@ -7,7 +7,8 @@ simulator and the Kubernetes backend) build one of these and hand it to a Sessio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from tidesched.model.loader import Manifest
 from tidesched.model.objects import (

@@ -23,7 +23,8 @@ non-zero defaults of 100m CPU / 200Mi are applied to the incoming pod only).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -109,24 +110,7 @@ class NodeOrderPlugin(Plugin):
 
     def score(self, task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
         w = self.weights
-        table = self.ssn.table
-        total = np.zeros(len(idx))
-        req_vec = task.req_vec
-        assert req_vec is not None
-        if w["leastrequested"] or w["mostrequested"]:
-            cpu = req_vec[0] if req_vec[0] > 0 else scoring.DEFAULT_MILLI_CPU_REQUEST
-            mem = req_vec[1] if req_vec[1] > 0 else scoring.DEFAULT_MEMORY_REQUEST
-            alloc = table.allocatable[idx, :2]
-            req = table.used[idx, :2] + np.array([cpu, mem])
-            if w["leastrequested"]:
-                total += w["leastrequested"] * _least(alloc, req)
-            if w["mostrequested"]:
-                total += w["mostrequested"] * _most(alloc, req)
-        if w["balancedresource"] and np.any(req_vec[self.balanced_cols] > 0):
-            cols = self.balanced_cols
-            alloc = table.allocatable[np.ix_(idx, cols)]
-            req = table.used[np.ix_(idx, cols)] + req_vec[cols]
-            total += w["balancedresource"] * _balanced(alloc, req)
+        total = self._resource_scores(task)[idx]
         if w["nodeaffinity"]:
             preferred = self._preferred_node_terms(task)
             if preferred:
@@ -143,6 +127,39 @@ class NodeOrderPlugin(Plugin):
         if w["podaffinity"]:
             total += w["podaffinity"] * self._pod_affinity_scores(task, idx)
         return total
+
+    def _resource_scores(self, task: "TaskInfo") -> np.ndarray:
+        """least/most/balanced for every node, cached per request shape and updated only
+        for rows whose usage changed (NodeTable.row_cached)."""
+        w = self.weights
+        table = self.ssn.table
+        req_vec = task.req_vec
+        assert req_vec is not None
+        cpu = req_vec[0] if req_vec[0] > 0 else scoring.DEFAULT_MILLI_CPU_REQUEST
+        mem = req_vec[1] if req_vec[1] > 0 else scoring.DEFAULT_MEMORY_REQUEST
+        nonzero = np.array([cpu, mem])
+        cols = self.balanced_cols
+        balanced_req = req_vec[cols]
+        use_balanced = bool(w["balancedresource"] and np.any(balanced_req > 0))
+
+        def compute(rows: np.ndarray | None) -> np.ndarray:
+            sel = slice(None) if rows is None else rows
+            out = np.zeros(len(table) if rows is None else len(rows))
+            if w["leastrequested"] or w["mostrequested"]:
+                alloc = table.allocatable[sel, :2]
+                req = table.used[sel, :2] + nonzero
+                if w["leastrequested"]:
+                    out += w["leastrequested"] * _least(alloc, req)
+                if w["mostrequested"]:
+                    out += w["mostrequested"] * _most(alloc, req)
+            if use_balanced:
+                alloc = table.allocatable[sel][:, cols]
+                req = table.used[sel][:, cols] + balanced_req
+                out += w["balancedresource"] * _balanced(alloc, req)
+            return out
+
+        key = ("nodeorder", nonzero.tobytes(), balanced_req.tobytes() if use_balanced else b"")
+        return table.row_cached(key, compute)
 
     @staticmethod
     def _preferred_node_terms(task: "TaskInfo") -> list[Mapping[str, Any]]:

@@ -1,0 +1,131 @@
+"""Benchmark: one scheduling session over a synthetic cluster.
+
+Generates N nodes (in 4 zones and 2 node pools), M pending pods in gang jobs of mixed sizes
+(1–16 pods, minMember = size) spread over several queues, with a node selector on about a
+third of the pods, then times one session (open + enqueue + allocate + backfill + close) and
+reports pods placed per second. Run by hand:
+
+    .venv/bin/python benchmarks/session.py                # N = 1,000 / 5,000 / 10,000
+    .venv/bin/python benchmarks/session.py --nodes 5000 --pods 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from typing import Any
+
+from tidesched.model.snapshot import build_snapshot
+from tidesched.scheduler import config_from_text, open_session
+
+CONFIG = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+GANG_SIZES = [1, 1, 2, 4, 4, 8, 16]
+
+
+def generate(n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    objs: list[dict[str, Any]] = []
+    for q in range(n_queues):
+        objs.append({"kind": "Queue", "metadata": {"name": f"q{q}"}, "spec": {"weight": q + 1}})
+    for i in range(n_nodes):
+        objs.append(
+            {
+                "kind": "Node",
+                "metadata": {
+                    "name": f"node-{i:05d}",
+                    "labels": {
+                        "kubernetes.io/hostname": f"node-{i:05d}",
+                        "zone": f"z{i % 4}",
+                        "pool": "gpu" if i % 5 == 0 else "cpu",
+                    },
+                },
+                "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}},
+            }
+        )
+    made = 0
+    j = 0
+    while made < n_pods:
+        size = min(rng.choice(GANG_SIZES), n_pods - made)
+        queue = f"q{j % n_queues}"
+        name = f"job-{j:06d}"
+        cpu = rng.choice(["500m", "1", "2", "4"])
+        mem = rng.choice(["1Gi", "2Gi", "4Gi", "8Gi"])
+        selector = {"zone": f"z{rng.randrange(4)}"} if rng.random() < 0.33 else None
+        objs.append(
+            {
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "bench"},
+                "spec": {"minMember": size, "queue": queue},
+                "status": {"phase": "Inqueue"},
+            }
+        )
+        for k in range(size):
+            spec: dict[str, Any] = {
+                "schedulerName": "volcano",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": mem}}}],
+            }
+            if selector:
+                spec["nodeSelector"] = selector
+            objs.append(
+                {
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"{name}-w-{k}",
+                        "namespace": "bench",
+                        "annotations": {"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "w"},
+                    },
+                    "spec": spec,
+                }
+            )
+        made += size
+        j += 1
+    return objs
+
+
+def run(n_nodes: int, n_pods: int) -> None:
+    objs = generate(n_nodes, n_pods)
+    config = config_from_text(CONFIG)
+    t0 = time.perf_counter()
+    snapshot = build_snapshot(objs)
+    t1 = time.perf_counter()
+    ssn = open_session(snapshot, config)
+    t2 = time.perf_counter()
+    decisions = ssn.run()
+    t3 = time.perf_counter()
+    placed = len(decisions.bound)
+    session = t3 - t1
+    print(
+        f"nodes={n_nodes:>6} pending={n_pods:>6}  parse={t1 - t0:6.2f}s  open={t2 - t1:5.2f}s  "
+        f"actions+close={t3 - t2:6.2f}s  session={session:6.2f}s  placed={placed:>6}  "
+        f"pods/s={placed / session:8.0f}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, nargs="*", default=[1000, 5000, 10000])
+    ap.add_argument("--pods", type=int, default=20000)
+    args = ap.parse_args()
+    for n in args.nodes:
+        run(n, args.pods)
+
+
+if __name__ == "__main__":
+    main()
