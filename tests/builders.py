@@ -1,0 +1,70 @@
+"""Small builders for raw Kubernetes objects used across tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: str = "110", labels: dict | None = None,
+         taints: list | None = None, unschedulable: bool = False, **scalars: str) -> dict[str, Any]:
+    alloc = {"cpu": cpu, "memory": memory, "pods": pods}
+    alloc.update({k.replace("__", "/").replace("_", "."): v for k, v in scalars.items()})
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {"kind": "Node", "metadata": {"name": name, "labels": labels or {}}, "spec": spec,
+            "status": {"allocatable": alloc}}
+
+
+def pod(name: str, group: str | None = None, cpu: str | None = "1", memory: str | None = "1Gi",
+        namespace: str = "ns", node: str = "", phase: str = "Pending", annotations: dict | None = None,
+        labels: dict | None = None, deleting: bool = False, extra_requests: dict | None = None,
+        spec: dict | None = None, priority: int | None = None) -> dict[str, Any]:
+    requests: dict[str, str] = {}
+    if cpu:
+        requests["cpu"] = cpu
+    if memory:
+        requests["memory"] = memory
+    requests.update(extra_requests or {})
+    ann = dict(annotations or {})
+    if group:
+        ann["scheduling.k8s.io/group-name"] = group
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "annotations": ann, "labels": labels or {}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    s: dict[str, Any] = {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": requests}}]}
+    if node:
+        s["nodeName"] = node
+    if priority is not None:
+        s["priority"] = priority
+    s.update(spec or {})
+    return {"kind": "Pod", "metadata": meta, "spec": s, "status": {"phase": phase}}
+
+
+def podgroup(name: str, min_member: int = 1, queue: str = "default", namespace: str = "ns",
+             phase: str = "Inqueue", min_resources: dict | None = None, **spec: Any) -> dict[str, Any]:
+    s: dict[str, Any] = {"minMember": min_member, "queue": queue}
+    if min_resources is not None:
+        s["minResources"] = min_resources
+    s.update(spec)
+    return {"kind": "PodGroup", "metadata": {"name": name, "namespace": namespace}, "spec": s,
+            "status": {"phase": phase}}
+
+
+def queue(name: str, **spec: Any) -> dict[str, Any]:
+    return {"kind": "Queue", "metadata": {"name": name}, "spec": spec}
+
+
+BASIC_CONFIG = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: predicates
+  - name: nodeorder
+"""

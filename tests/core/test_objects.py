@@ -1,0 +1,137 @@
+"""Parsing raw objects into typed records (model/objects.py, snapshot.py, loader.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from builders import node, pod, podgroup, queue
+from tidesched.model.loader import InputError, load_paths, load_text
+from tidesched.model.objects import ObjectError, parse_node, parse_pod, parse_podgroup, parse_queue
+from tidesched.model.snapshot import UnknownKindError, build_snapshot
+from tidesched.model.status import TaskStatus
+
+
+@pytest.mark.parametrize(
+    "phase,node_name,deleting,expected",
+    [
+        ("Pending", "", False, TaskStatus.PENDING),
+        ("Pending", "n1", False, TaskStatus.BOUND),
+        ("Running", "n1", False, TaskStatus.RUNNING),
+        ("Running", "n1", True, TaskStatus.RELEASING),
+        ("Pending", "n1", True, TaskStatus.RELEASING),
+        ("Succeeded", "n1", False, TaskStatus.SUCCEEDED),
+        ("Failed", "n1", False, TaskStatus.FAILED),
+        ("Unknown", "n1", False, TaskStatus.UNKNOWN),
+    ],
+)
+def test_task_status_from_pod(phase: str, node_name: str, deleting: bool, expected: TaskStatus) -> None:
+    p = parse_pod(pod("p", node=node_name, phase=phase, deleting=deleting))
+    assert p.status == expected
+
+
+def test_requests_default_to_limits_and_init_containers_take_max() -> None:
+    raw = pod("p", cpu=None, memory=None)
+    raw["spec"]["containers"] = [
+        {"name": "a", "resources": {"limits": {"cpu": "2", "nvidia.com/gpu": "1"}, "requests": {"cpu": "500m"}}},
+        {"name": "b", "resources": {"requests": {"memory": "1Gi"}}},
+    ]
+    raw["spec"]["initContainers"] = [{"name": "i", "resources": {"requests": {"cpu": "3"}}}]
+    p = parse_pod(raw)
+    assert p.resreq.milli_cpu == 500  # the explicit request wins over the limit
+    assert p.resreq.scalars == {"nvidia.com/gpu": 1000}  # limit used as the request
+    assert p.resreq.memory == 1024**3
+    assert p.init_resreq.milli_cpu == 3000
+    assert not p.init_resreq.is_best_effort()
+
+
+def test_best_effort_pod_ignores_pods_resource() -> None:
+    p = parse_pod(pod("p", cpu=None, memory=None))
+    assert p.init_resreq.is_best_effort()
+
+
+def test_preemptable_annotation_then_label_default_true() -> None:
+    assert parse_pod(pod("p")).preemptable is True
+    assert parse_pod(pod("p", annotations={"volcano.sh/preemptable": "false"})).preemptable is False
+    assert parse_pod(pod("p", labels={"volcano.sh/preemptable": "false"})).preemptable is False
+    assert parse_pod(pod("p", annotations={"volcano.sh/preemptable": "maybe"})).preemptable is False
+
+
+def test_task_role_and_priority_annotation() -> None:
+    p = parse_pod(pod("p", annotations={"volcano.sh/task-spec": "worker", "volcano.sh/task-priority": "7"}))
+    assert p.role == "worker" and p.priority == 7
+    assert parse_pod(pod("p", labels={"volcano.sh/task-spec": "ps"})).role == "ps"
+
+
+def test_invalid_quantity_names_the_field() -> None:
+    with pytest.raises(ObjectError, match=r"spec.containers\[0\].resources.*4Gix"):
+        parse_pod(pod("p", memory="4Gix"))
+
+
+def test_node_ready_condition_and_capacity_fallback() -> None:
+    raw = node("n1")
+    raw["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    assert parse_node(raw).ready is False
+    raw = {"kind": "Node", "metadata": {"name": "n2"}, "status": {"capacity": {"cpu": "2", "pods": "10"}}}
+    n = parse_node(raw)
+    assert n.ready and n.allocatable.milli_cpu == 2000 and n.allocatable.max_task_num == 10
+
+
+def test_podgroup_and_queue_defaults() -> None:
+    pg = parse_podgroup({"kind": "PodGroup", "metadata": {"name": "pg"}})
+    assert (pg.min_member, pg.queue, pg.phase, pg.min_resources) == (1, "default", "Pending", None)
+    q = parse_queue({"kind": "Queue", "metadata": {"name": "q"}})
+    assert (q.weight, q.reclaimable, q.state, q.capability_set) == (1, True, "Open", False)
+    with pytest.raises(ObjectError, match="spec.reclaimable"):
+        parse_queue(queue("q", reclaimable="perhaps"))
+    with pytest.raises(ObjectError, match="status.phase"):
+        parse_podgroup({"kind": "PodGroup", "metadata": {"name": "pg"}, "status": {"phase": "Bogus"}})
+
+
+def test_snapshot_skips_malformed_objects_with_warning() -> None:
+    snap = build_snapshot([node("n1"), pod("good", "pg"), pod("bad", "pg", cpu="lots"), podgroup("pg")])
+    assert [p.meta.name for p in snap.pods] == ["good"]
+    assert len(snap.problems) == 1
+    ev = snap.problems[0]
+    assert (ev.kind, ev.name, ev.type, ev.reason) == ("Pod", "bad", "Warning", "InvalidObject")
+    assert "lots" in ev.message
+
+
+def test_snapshot_unknown_kind_is_an_error_when_strict() -> None:
+    with pytest.raises(UnknownKindError, match="Widget"):
+        build_snapshot([{"kind": "Widget", "metadata": {"name": "w"}}])
+    snap = build_snapshot([{"kind": "Widget", "metadata": {"name": "w"}}], strict_kinds=False)
+    assert snap.problems[0].reason == "UnknownKind"
+    assert build_snapshot([{"kind": "Deployment", "metadata": {"name": "d"}}]).ignored
+
+
+def test_snapshot_synthesizes_podgroup_for_bare_pod_and_default_queue() -> None:
+    raw = pod("bare", annotations={"scheduling.volcano.sh/queue-name": "q1", "volcano.sh/service.type": "inference"})
+    snap = build_snapshot([raw, queue("q1")])
+    (pg,) = snap.podgroups
+    assert pg.queue == "q1" and pg.min_member == 1
+    assert pg.meta.annotations == {"volcano.sh/service.type": "inference"}
+    assert snap.pods[0].group_name == pg.meta.name
+    assert {q.name for q in snap.queues} == {"q1", "default"}
+
+
+def test_duplicate_objects_later_wins() -> None:
+    snap = build_snapshot([node("n1", cpu="1"), node("n1", cpu="2")])
+    assert len(snap.nodes) == 1 and snap.nodes[0].allocatable.milli_cpu == 2000
+    assert snap.problems[0].reason == "DuplicateObject"
+
+
+def test_loader_yaml_json_and_lists(tmp_path) -> None:
+    (tmp_path / "a.yaml").write_text("kind: Node\nmetadata: {name: a}\n---\nkind: List\nitems:\n- kind: Node\n  metadata: {name: b}\n")
+    (tmp_path / "b.json").write_text('[{"kind": "Node", "metadata": {"name": "c"}}]')
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "c.yml").write_text("kind: Node\nmetadata: {name: d}\n")
+    names = [m.obj["metadata"]["name"] for m in load_paths([tmp_path])]
+    assert names == ["a", "b", "c", "d"]
+
+
+def test_loader_reports_bad_yaml_with_line() -> None:
+    with pytest.raises(InputError, match=r"x.yaml:4: invalid YAML: did not find expected"):
+        load_text("kind: Node\nmetadata:\n  name: [a\n", "x.yaml")
+    with pytest.raises(InputError, match="no such file"):
+        load_paths(["/nonexistent/dir"])
