@@ -131,7 +131,7 @@ def explain(
         _fail(f"pod {pod} is not scheduled by this scheduler: {msg}")
         return
     for line in explain_lines(ssn, decisions, pod):
-        out.print(line, highlight=False)
+        out.print(line, highlight=False, soft_wrap=True)
 
 
 def explain_lines(ssn: Session, decisions: Decisions, pod: str) -> list[str]:

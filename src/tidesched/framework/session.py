@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import heapq
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -71,7 +70,6 @@ _SIMULATE_HOOKS = frozenset({"simulate_init", "simulate_add_task", "simulate_rem
 
 _SCHEDULED = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
 _COMPLETED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
-_POD_INDEX = re.compile(r"^(.+)-(\d+)$")
 
 
 @dataclass(slots=True)
@@ -147,14 +145,23 @@ class PriorityQueue:
         return len(self.heap)
 
 
+def _pod_index(name: str) -> int | None:
+    """The index of a pod named <job>-<task>-<index> (at least three dash-separated parts)."""
+    parts = name.split("-")
+    if len(parts) < 3:
+        return None
+    try:
+        return int(parts[-1])
+    except ValueError:
+        return None
+
+
 def compare_task_names(l: TaskInfo, r: TaskInfo) -> int:
-    """Volcano CompareTask fallback: pods named <job>-<task>-<index> by their index, else
-    creation time, else UID."""
-    lm, rm = _POD_INDEX.match(l.name), _POD_INDEX.match(r.name)
-    if lm and rm and l.name.count("-") >= 2 and r.name.count("-") >= 2 and lm.group(1) == rm.group(1):
-        li, ri = int(lm.group(2)), int(rm.group(2))
-        if li != ri:
-            return -1 if li < ri else 1
+    """Volcano CompareTask, the task-order fallback: lower pod index first, else creation
+    time, else UID."""
+    li, ri = _pod_index(l.name), _pod_index(r.name)
+    if li is not None and ri is not None and li != ri:
+        return -1 if li < ri else 1
     if l.creation != r.creation:
         return -1 if l.creation < r.creation else 1
     if l.uid != r.uid:
