@@ -188,3 +188,16 @@ def test_podgroup_phase_completed_and_unknown() -> None:
             pod("b", "pg", cpu="4")]
     d = _session(objs).run()
     assert d.podgroups["ns/pg"] == "Unknown"
+
+
+def test_queue_allocated_rolls_up_to_ancestors_under_root() -> None:
+    from builders import queue
+
+    objs = [node("n1", cpu="8"), queue("root"), queue("a", parent="root"), queue("a1", parent="a"),
+            queue("b"), podgroup("pg", 1, queue="a1"), pod("x", "pg", cpu="2", node="n1", phase="Running"),
+            podgroup("pg2", 1, queue="b"), pod("y", "pg2", cpu="1", node="n1", phase="Running")]
+    alloc = _session(objs).queue_allocated()
+    assert alloc["a1"].milli_cpu == 2000
+    assert alloc["a"].milli_cpu == 2000
+    assert alloc["b"].milli_cpu == 1000
+    assert alloc["root"].milli_cpu == 3000

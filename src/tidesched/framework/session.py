@@ -672,13 +672,7 @@ class Session:
             for t in self.tasks.values()
             if t.status == TaskStatus.PIPELINED and t.pod.status == TaskStatus.PENDING
         }
-        queue_allocated: dict[str, dict[str, str]] = {}
-        for qname in self.queues:
-            alloc = Resource()
-            for job in self.jobs.values():
-                if job.queue == qname:
-                    alloc.add(job.allocated)
-            queue_allocated[qname] = alloc.to_natural()
+        queue_allocated = {name: r.to_natural() for name, r in self.queue_allocated().items()}
         return Decisions(
             bound=dict(self.bound),
             pipelined=pipelined,
@@ -689,6 +683,24 @@ class Session:
             events=self.events,
             eviction_reasons=dict(self.evicted),
         )
+
+    def queue_allocated(self) -> dict[str, Resource]:
+        """Queue ``status.allocated``: resources of allocated tasks, rolled up to every
+        ancestor when the queues form a tree under ``root`` (Volcano updateQueueStatus)."""
+        allocated = {name: Resource() for name in self.queues}
+        for job in self.jobs.values():
+            if job.queue in allocated:
+                allocated[job.queue].add(job.allocated)
+        if "root" in self.queues:
+            leaf_totals = {name: r.clone() for name, r in allocated.items()}
+            for name, res in leaf_totals.items():
+                seen = {name}
+                parent = self.queues[name].parent or ("root" if name != "root" else "")
+                while parent and parent in allocated and parent not in seen:
+                    allocated[parent].add(res)
+                    seen.add(parent)
+                    parent = self.queues[parent].parent or ("root" if parent != "root" else "")
+        return allocated
 
     def job_fit_error(self, job: JobInfo) -> str:
         hist: dict[str, int] = {}
