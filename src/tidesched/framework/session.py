@@ -643,7 +643,7 @@ class Session:
             1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node_name
         ) if c[TaskStatus.RELEASING] else 0
         completed = sum(c[s] for s in _COMPLETED)
-        if scheduled >= job.min_available and scheduled > 0 or (job.min_available == 0 and scheduled == 0 and job.phase != PodGroupPhase.PENDING and False):
+        if scheduled >= job.min_available:
             if scheduled == completed:
                 return PodGroupPhase.COMPLETED
             return PodGroupPhase.RUNNING

@@ -25,7 +25,6 @@ PREEMPTABLE_KEY = "volcano.sh/preemptable"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 DEFAULT_QUEUE = "default"
 DEFAULT_NAMESPACE = "default"
-DEFAULT_TASK_PRIORITY = 1  # Volcano NewTaskInfo's default when the pod has no priority
 
 
 def parse_time(value: Any, field_name: str) -> float:

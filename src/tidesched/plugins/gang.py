@@ -8,7 +8,8 @@
 - Preemptable / Reclaimable: take victims from a job only while it keeps more than
   minMember ready tasks.
 - On close: PodGroup condition Unschedulable (NotEnoughResources, with the reason) for jobs
-  that are not ready, Scheduled for the others.
+  with tasks that are not ready — unless their terminating pods still on nodes cover
+  minMember — and Scheduled for the others.
 """
 
 from __future__ import annotations
@@ -85,7 +86,12 @@ class GangPlugin(Plugin):
 
     def on_session_close(self, ssn: "Session") -> None:
         for job in ssn.jobs.values():
-            if not job.is_ready():
+            if not job.tasks:
+                continue  # a PodGroup whose pods do not exist yet has nothing to report
+            releasing_on_node = sum(
+                1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node_name
+            )
+            if not job.is_ready() and job.ready_task_num() + releasing_on_node < job.min_available:
                 schedulable = job.ready_task_num()
                 unready = job.min_available - schedulable
                 msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {ssn.job_fit_error(job)}"

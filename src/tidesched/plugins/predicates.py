@@ -199,22 +199,13 @@ class PredicatesPlugin(Plugin):
         placed = [(row, t) for row, t in self._placed() if t.uid != task.uid]
         labels = task.pod.meta.labels
         ns = task.namespace
-        bad_aff = np.zeros(len(passed), dtype=bool)
-        for term in _pod_affinity(task, "podAffinity"):
-            mask = self._term_domain_mask(term, task, placed)
-            if mask is None:
-                # No pod matches anywhere: allowed only if the pod matches its own term
-                # (the first pod of a group), and only on nodes carrying the topology key.
-                codes = self.labels.topology_codes(str(term.get("topologyKey", "")))
-                if self._term_matches(term, ns, ns, labels):
-                    mask = codes >= 0
-                else:
-                    mask = np.zeros(len(passed), dtype=bool)
-            bad_aff |= ~mask
-        bad_aff &= passed
-        if bad_aff.any():
-            failures.append(NodeFailure(REASON_POD_AFFINITY, bad_aff.copy(), True))
-            passed &= ~bad_aff
+        aff_terms = _pod_affinity(task, "podAffinity")
+        if aff_terms:
+            ok = self._affinity_mask(aff_terms, task, placed)
+            bad_aff = passed & ~ok
+            if bad_aff.any():
+                failures.append(NodeFailure(REASON_POD_AFFINITY, bad_aff, True))
+                passed &= ok
         bad_anti = np.zeros(len(passed), dtype=bool)
         for term in _pod_affinity(task, "podAntiAffinity"):
             mask = self._term_domain_mask(term, task, placed)
@@ -237,6 +228,33 @@ class PredicatesPlugin(Plugin):
             if bad_existing.any():
                 failures.append(NodeFailure(REASON_EXISTING_ANTI_AFFINITY, bad_existing.copy()))
                 passed &= ~bad_existing
+
+    def _affinity_mask(
+        self, terms: list[Mapping[str, Any]], task: "TaskInfo", placed: list[tuple[int, "TaskInfo"]]
+    ) -> np.ndarray:
+        """kube-scheduler's required pod affinity: a placed pod counts for a topology domain
+        only if it matches *every* term; a node needs every term's topology key and a
+        counted pod in each term's domain. When no placed pod counts anywhere, the pod may
+        still go where all keys exist if it matches all its own terms (the first pod of a
+        group that wants to be together)."""
+        ns, labels = task.namespace, task.pod.meta.labels
+        codes = [self.labels.topology_codes(str(t.get("topologyKey", ""))) for t in terms]
+        has_keys = np.ones(len(self.ssn.table), dtype=bool)
+        for c in codes:
+            has_keys &= c >= 0
+        rows = [
+            row for row, other in placed
+            if all(self._term_matches(t, ns, other.namespace, other.pod.meta.labels) for t in terms)
+        ]
+        allowed = [{int(c[r]) for r in rows if c[r] >= 0} for c in codes]
+        if not any(allowed):
+            if all(self._term_matches(t, ns, ns, labels) for t in terms):
+                return has_keys
+            return np.zeros(len(has_keys), dtype=bool)
+        ok = has_keys.copy()
+        for c, values in zip(codes, allowed):
+            ok &= np.isin(c, np.fromiter(values, dtype=c.dtype, count=len(values)))
+        return ok
 
     @staticmethod
     def _term_matches(term: Mapping[str, Any], owner_ns: str, other_ns: str, other_labels: Mapping[str, str]) -> bool:
