@@ -64,6 +64,12 @@ NamesOpt = Annotated[
     list[str], typer.Option("--scheduler-name", help="schedulerName(s) this scheduler serves.")
 ]
 SkipOpt = Annotated[bool, typer.Option("--skip-invalid", help="Skip malformed objects instead of failing.")]
+OptionalPathsArg = Annotated[
+    Optional[list[Path]], typer.Argument(help="YAML/JSON manifest files or directories (or use --kubeconfig).")
+]
+KubeconfigOpt = Annotated[
+    Optional[Path], typer.Option("--kubeconfig", help="Read the objects from a live cluster instead of files.")
+]
 
 
 @app.command()
@@ -114,15 +120,16 @@ def _print_table(d: Decisions) -> None:
 @app.command()
 def explain(
     pod: Annotated[str, typer.Argument(help="The pod, as namespace/name.")],
-    paths: PathsArg,
+    paths: OptionalPathsArg = None,
     config: ConfigOpt = None,
     scheduler_name: NamesOpt = [DEFAULT_SCHEDULER_NAME],  # noqa: B006
     skip_invalid: SkipOpt = False,
+    kubeconfig: KubeconfigOpt = None,
 ) -> None:
     """Say why a pod would stay pending (or where it would go)."""
     if "/" not in pod:
         pod = f"default/{pod}"
-    ssn = _prepare(paths, config, scheduler_name, skip_invalid)
+    ssn = _prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig)
     task = next((t for t in ssn.tasks.values() if t.key == pod), None)
     decisions = ssn.run()
     if task is None:
@@ -161,6 +168,158 @@ def explain_lines(ssn: Session, decisions: Decisions, pod: str) -> list[str]:
         ) or (e.kind == "Queue" and e.name == job.queue):
             lines.append(f"{e.kind} event {e.reason}: {e.message}")
     return lines
+
+
+# -- Kubernetes mode (issue 6): run, quota, explain --kubeconfig -----------------------------
+
+
+def _prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_names: list[str],
+                 skip_invalid: bool, kubeconfig: Optional[Path]) -> Session:
+    """``_prepare`` over manifests, or over a live cluster's objects with ``--kubeconfig``."""
+    if kubeconfig is None:
+        if not paths:
+            _fail("give manifest files/directories, or --kubeconfig for a live cluster")
+        return _prepare(paths or [], config, scheduler_names, skip_invalid)
+    from tidesched.kube.commands import live_snapshot
+
+    try:
+        cfg = config_from_file(config)
+        snapshot = live_snapshot(str(kubeconfig), scheduler_names)
+    except ConfigError as exc:
+        _fail(str(exc))
+        raise
+    except Exception as exc:  # noqa: BLE001 - unreachable cluster, bad kubeconfig: one line, no traceback
+        _fail(f"cannot read the cluster: {exc}")
+        raise
+    for p in snapshot.problems:
+        err.print(f"[yellow]warning:[/] {p.message}", highlight=False)
+    return open_session(snapshot, cfg, scheduler_names=scheduler_names)
+
+
+@app.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+)
+def run(ctx: typer.Context) -> None:
+    """Schedule a real cluster through the Kubernetes API (flags as vc-scheduler's; run --help)."""
+    from tidesched.kube.commands import run_main
+
+    raise typer.Exit(run_main(ctx.args))
+
+
+@app.command()
+def quota(
+    paths: OptionalPathsArg = None,
+    kubeconfig: KubeconfigOpt = None,
+    config: ConfigOpt = None,
+    output: Annotated[OutputFormat, typer.Option("--format", "-o", help="Output format.")] = OutputFormat.table,
+    scheduler_name: NamesOpt = [DEFAULT_SCHEDULER_NAME],  # noqa: B006
+    skip_invalid: SkipOpt = False,
+) -> None:
+    """Per queue and card model: quota, used, inqueue, pending, by the scheduler's own rules (OBS-2)."""
+    from tidesched.kube.usage import report
+
+    ssn = _prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig)
+    ssn.close()  # no actions: the cluster as it is
+    rep = report(ssn)
+    if output == OutputFormat.json:
+        sys.stdout.write(json.dumps(rep.to_json(), indent=2) + "\n")
+        return
+    t = Table(title=f"Queue quota and usage ({rep.source})")
+    for col in ("queue", "resource", "quota", "used", "inqueue", "pending"):
+        t.add_column(col, justify="left" if col in ("queue", "resource") else "right")
+    for q, per_res in sorted(rep.queues.items()):
+        for res, u in per_res.items():
+            t.add_row(q, res, "-" if u.quota is None else _amount(res, u.quota), _amount(res, u.used),
+                      _amount(res, u.inqueue), _amount(res, u.pending))
+    out.print(t)
+
+
+def _amount(resource: str, value: float) -> str:
+    if resource == "memory":
+        from tidesched.model.quantity import format_memory
+
+        return format_memory(round(value))
+    return f"{value:g}"
+
+
+# -- Simulator (issue 5): simulate ------------------------------------------------------------
+
+
+@app.command("simulate")
+def simulate_cmd(
+    scenario: Annotated[
+        Optional[Path],
+        typer.Argument(help="Scenario file, a directory holding scenario.yaml, or manifests "
+                            "(default: the bundled tidal-day example)."),
+    ] = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Directory for result.json and report.html.")
+    ] = Path("tidesched-report"),
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the simulator's random choices.")] = 0,
+    config: Annotated[
+        Optional[Path],
+        typer.Option("--config", "-c", help="Volcano scheduler config (overrides the scenario's)."),
+    ] = None,
+    progress: Annotated[
+        Optional[bool],
+        typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal)."),
+    ] = None,
+) -> None:
+    """Simulate a scenario over time; write result.json and report.html; exit 1 if an invariant broke."""
+    import os
+
+    from tidesched.sim import ScenarioError, bundled_example, load_scenario, result_json, run, summary_lines
+
+    path = scenario if scenario is not None else bundled_example()
+    try:
+        sc = load_scenario(path, config)
+    except (ScenarioError, ConfigError) as exc:
+        _fail(str(exc))
+        return
+    for w in sc.warnings:
+        err.print(f"[yellow]warning:[/] {w}", highlight=False)
+    show = progress if progress is not None else (out.is_terminal and not os.environ.get("CI"))
+    if show:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn(f"simulating {sc.name}"), BarColumn(), TextColumn("{task.description}"),
+                      TimeElapsedColumn(), console=out, transient=True) as bar:
+            total = sc.duration or None
+            task = bar.add_task("", total=total)
+
+            def tick(t: float, end: float | None) -> None:
+                bar.update(task, completed=t if end else None, description=f"t={t / 3600:.2f}h")
+
+            sim = run(sc, seed=seed, progress=tick)
+    else:
+        sim = run(sc, seed=seed)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "result.json").write_text(result_json(sim.result), encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot write {out_dir / 'result.json'}: {exc}")
+    wrote = [str(out_dir / "result.json")]
+    report_error = ""
+    try:
+        from tidesched.sim.report import render_html
+    except ImportError:
+        render_html = None  # type: ignore[assignment]
+        report_error = "HTML report not written: tidesched.sim.report is not available"
+    if render_html is not None:
+        try:
+            (out_dir / "report.html").write_text(render_html(sim.result), encoding="utf-8")
+            wrote.append(str(out_dir / "report.html"))
+        except Exception as exc:  # noqa: BLE001 - the JSON result is still useful; say why
+            report_error = f"HTML report not written: {type(exc).__name__}: {exc}"
+    for line in summary_lines(sim):
+        out.print(line, highlight=False, soft_wrap=True)
+    out.print("wrote " + ", ".join(wrote), highlight=False)
+    if report_error:
+        err.print(f"[yellow]warning:[/] {report_error}", highlight=False)
+    if sim.failed:
+        err.print("[bold red]invariant violated[/] — see the list above and result.json", highlight=False)
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -1,0 +1,530 @@
+"""Writing what a session concluded back to the cluster, off the session path (K8S-2).
+
+* :class:`EventRecorder` — Events on Pods, PodGroups and Queues. Aggregated like client-go's
+  event correlator: one Event object per (object, type, reason); a repeat within ``interval``
+  is only counted, and after it the Event is PATCHed with the new count, message and
+  ``lastTimestamp``. A pod pending for an hour therefore has one FailedScheduling event with a
+  count, not one event per session.
+* :class:`StatusWriter` — PodGroup status (phase, conditions, running/succeeded/failed) and Queue
+  ``status.allocated`` through the ``status`` subresource (a whole-object PUT for PodGroups when
+  the CRD has none, as Volcano's does not) with optimistic concurrency: a 409 Conflict re-reads
+  the object and retries; the ``PodScheduled=False`` condition (reason
+  ``Unschedulable`` and the session's message, the same text ``explain`` prints) on pods left
+  pending. Only changes are written. The writer always works on the latest session's decisions
+  (older ones still queued are dropped), so a slow API server cannot build a backlog.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import partial
+from typing import Any, Iterable, Mapping
+
+from tidesched.framework.session import Decisions
+from tidesched.kube.api import ApiException, Kube, error_message
+from tidesched.kube.store import POD, PODGROUP, QUEUE, VOLCANO_GROUP, VOLCANO_VERSION, ClusterStore
+from tidesched.model.objects import GROUP_NAME_ANNOTATION, parse_time, pod_task_status
+from tidesched.model.problems import Event
+from tidesched.model.quantity import QuantityError, parse_quantity
+from tidesched.model.status import TaskStatus
+
+log = logging.getLogger("tidesched.kube.status")
+
+COMPONENT = "tidesched"
+MAX_MESSAGE = 1024  # the API server's limit on an event note
+_API_VERSIONS = {
+    "Pod": "v1",
+    "Node": "v1",
+    "PodGroup": f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
+    "Queue": f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
+}
+_STORE_KEYS = {"Pod": POD, "PodGroup": PODGROUP, "Queue": QUEUE, "Node": "Node"}
+
+
+def rfc3339(ts: float | None = None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if ts is None else ts))
+
+
+# ------------------------------------------------------------------------------------------
+# Events
+
+
+@dataclass
+class _Series:
+    event_name: str | None  # None until the first POST succeeded
+    namespace: str
+    count: int
+    unsent: int
+    last_write: float
+    message: str
+
+
+class EventRecorder:
+    """Asynchronous, aggregated Event writer. ``record`` never blocks; when the queue is full
+    the event is dropped and counted, as client-go's broadcaster does."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        store: ClusterStore,
+        *,
+        interval: float = 600.0,
+        instance: str = "",
+        queue_size: int = 4096,
+        cache_size: int = 4096,
+    ) -> None:
+        self.kube = kube
+        self.store = store
+        self.interval = interval
+        self.instance = instance or f"{COMPONENT}-{uuid.uuid4().hex[:8]}"
+        self.cache_size = cache_size
+        self.dropped = 0
+        self.written = 0
+        self._series: OrderedDict[tuple[str, str, str, str, str], _Series] = OrderedDict()
+        self._lock = threading.Lock()
+        self._queue: queue.Queue[tuple[tuple[str, str, str, str, str], dict[str, Any]] | None] = queue.Queue(
+            queue_size
+        )
+        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        try:
+            self._queue.put(None, timeout=timeout)
+        except queue.Full:
+            pass
+        self._thread.join(timeout)
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every queued event is written (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not self._queue.unfinished_tasks
+
+    def record_all(self, events: Iterable[Event]) -> None:
+        for e in events:
+            self.record(e.kind, e.namespace, e.name, e.type, e.reason, e.message)
+
+    def record(self, kind: str, namespace: str, name: str, type_: str, reason: str, message: str) -> None:
+        store_kind = _STORE_KEYS.get(kind)
+        if store_kind is None:
+            return  # malformed-object warnings with no known kind: logged by the runner only
+        key = f"{namespace}/{name}" if kind in ("Pod", "PodGroup") else name
+        obj = self.store.get(store_kind, key)
+        if obj is None:
+            return  # e.g. a PodGroup synthesised for a bare pod: the pod carries its own events
+        agg = (kind, namespace, name, type_, reason)
+        now = time.monotonic()
+        message = message[:MAX_MESSAGE]
+        with self._lock:
+            s = self._series.get(agg)
+            if s is not None:
+                self._series.move_to_end(agg)
+                s.unsent += 1
+                s.message = message
+                if now - s.last_write < self.interval:
+                    return  # aggregated: counted, written later with the new count
+                s.last_write = now
+            else:
+                s = _Series(None, namespace if kind in ("Pod", "PodGroup") else "default", 0, 1, now, message)
+                self._series[agg] = s
+                while len(self._series) > self.cache_size:
+                    self._series.popitem(last=False)
+        md = obj.get("metadata") or {}
+        involved = {"apiVersion": _API_VERSIONS[kind], "kind": kind, "name": name, "uid": md.get("uid", "")}
+        if kind in ("Pod", "PodGroup"):
+            involved["namespace"] = namespace
+        try:
+            self._queue.put_nowait((agg, {"involved": involved, "type": type_, "reason": reason}))
+        except queue.Full:
+            self.dropped += 1
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                self._write(*item)
+            except Exception as exc:  # noqa: BLE001 - an event is never worth a crash
+                log.warning("writing event failed: %s", error_message(exc))
+            finally:
+                self._queue.task_done()
+
+    def _write(self, agg: tuple[str, str, str, str, str], info: dict[str, Any]) -> None:
+        with self._lock:
+            s = self._series.get(agg)
+            if s is None or s.unsent == 0:
+                return
+            count, unsent, message, event_name = s.count, s.unsent, s.message, s.event_name
+        now = rfc3339()
+        if event_name is not None:
+            patch = {"count": count + unsent, "message": message, "lastTimestamp": now}
+            try:
+                self.kube.call(self.kube.core.patch_namespaced_event, event_name, s.namespace, patch)
+                self._sent(agg, event_name, count + unsent, unsent)
+                return
+            except ApiException as exc:
+                if exc.status != 404:  # expired (events have a TTL): start a new series
+                    raise
+        name = f"{agg[2]}.{uuid.uuid4().hex[:16]}"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": s.namespace},
+            "involvedObject": info["involved"],
+            "type": info["type"],
+            "reason": info["reason"],
+            "message": message,
+            "count": unsent,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.instance,
+        }
+        self.kube.call(self.kube.core.create_namespaced_event, s.namespace, body)
+        self._sent(agg, name, unsent, unsent)
+
+    def _sent(self, agg: tuple[str, str, str, str, str], name: str, count: int, unsent: int) -> None:
+        self.written += 1
+        with self._lock:
+            s = self._series.get(agg)
+            if s is not None:
+                s.event_name, s.count = name, count
+                s.unsent -= unsent
+
+
+# ------------------------------------------------------------------------------------------
+# Status
+
+
+def _canon_conditions(conds: Iterable[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    """Conditions compared as Volcano's isPodGroupConditionsUpdated does: transition id and time
+    do not count as a change."""
+    return sorted(
+        (str(c.get("type")), str(c.get("status")), str(c.get("reason") or ""), str(c.get("message") or ""))
+        for c in conds
+    )
+
+
+def merge_conditions(old: list[dict[str, Any]], new: list[dict[str, Any]], now: str) -> list[dict[str, Any]]:
+    """New conditions replace old ones of the same type; ``lastTransitionTime`` is kept when the
+    status did not change (Kubernetes convention)."""
+    out = [dict(c) for c in old]
+    for cond in new:
+        c = {k: v for k, v in cond.items() if v is not None}
+        for i, prev in enumerate(out):
+            if prev.get("type") == c.get("type"):
+                same = prev.get("status") == c.get("status")
+                c.setdefault("lastTransitionTime", prev.get("lastTransitionTime") if same else now)
+                out[i] = c
+                break
+        else:
+            c.setdefault("lastTransitionTime", now)
+            out.append(c)
+    return out
+
+
+def _canon_resources(rl: Mapping[str, Any] | None) -> dict[str, Decimal]:
+    out: dict[str, Decimal] = {}
+    for k, v in (rl or {}).items():
+        try:
+            out[k] = parse_quantity(v)
+        except (QuantityError, TypeError):
+            out[k] = Decimal(-1)
+    return out
+
+
+def podgroup_counts(pods: Iterable[dict[str, Any]]) -> dict[str, Counter[str]]:
+    """running/succeeded/failed per PodGroup key, by the core's own pod-state rule."""
+    counts: dict[str, Counter[str]] = {}
+    for pod in pods:
+        md = pod.get("metadata") or {}
+        group = (md.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+        if not group:
+            continue
+        try:
+            deleting = parse_time(md.get("deletionTimestamp"), "deletionTimestamp") > 0
+        except ValueError:
+            deleting = False
+        st = pod_task_status(
+            str((pod.get("status") or {}).get("phase") or "Pending"),
+            str((pod.get("spec") or {}).get("nodeName") or ""),
+            deleting,
+        )
+        c = counts.setdefault(f"{md.get('namespace') or 'default'}/{group}", Counter())
+        if st == TaskStatus.RUNNING:
+            c["running"] += 1
+        elif st == TaskStatus.SUCCEEDED:
+            c["succeeded"] += 1
+        elif st == TaskStatus.FAILED:
+            c["failed"] += 1
+    return counts
+
+
+@dataclass
+class StatusBatch:
+    decisions: Decisions
+    card_allocated: dict[str, dict[str, str]]  # queue -> card model -> count (capacity-card)
+
+
+class StatusWriter:
+    """Writes PodGroup/Queue status and pod conditions for the latest session on its own thread."""
+
+    def __init__(self, kube: Kube, store: ClusterStore, *, conflict_retries: int = 5) -> None:
+        self.kube = kube
+        self.store = store
+        self.conflict_retries = conflict_retries
+        self.writes = 0
+        self.conflicts = 0
+        self.errors = 0
+        self.no_status_subresource: set[str] = set()
+        self._latest: StatusBatch | None = None
+        self._busy = False
+        self._cond = threading.Condition()
+        self._stop = False
+        # key -> (resourceVersion we replaced, status we wrote): the watch may lag our write.
+        self._written: dict[str, tuple[str, Any]] = {}
+        self._thread = threading.Thread(target=self._run, name="status-writer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
+
+    def submit(self, batch: StatusBatch) -> None:
+        with self._cond:
+            self._latest = batch  # an older unwritten batch is superseded
+            self._cond.notify_all()
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._latest is not None or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._latest is None and not self._stop:
+                    self._cond.wait()
+                if self._stop or self._latest is None:
+                    return
+                batch, self._latest = self._latest, None
+                self._busy = True
+            try:
+                self.write(batch)
+            except Exception as exc:  # noqa: BLE001 - the next session retries
+                self.errors += 1
+                log.warning("status write failed: %s", error_message(exc))
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    # -- one batch ------------------------------------------------------------------------
+
+    def write(self, batch: StatusBatch) -> None:
+        d = batch.decisions
+        if len(self._written) > 100_000:  # keys of long-gone objects; cheap to rebuild
+            self._written.clear()
+        counts = podgroup_counts(self.store.items(POD))
+        now = rfc3339()
+        for key, phase in sorted(d.podgroups.items()):
+            self._guarded(
+                self._write_podgroup,
+                key,
+                phase,
+                d.podgroup_conditions.get(key, []),
+                counts.get(key, Counter()),
+                now,
+            )
+        for name, allocated in sorted(d.queue_allocated.items()):
+            desired = dict(allocated)
+            desired.update(batch.card_allocated.get(name, {}))
+            self._guarded(self._write_queue, name, desired)
+        for e in d.events:
+            if e.kind == "Pod" and e.reason == "FailedScheduling":
+                self._guarded(self._write_pod_condition, f"{e.namespace}/{e.name}", e.message, now)
+
+    def _guarded(self, fn: Any, *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001 - one object's failure must not stop the others
+            self.errors += 1
+            log.warning("status write for %s failed: %s", args[0], error_message(exc))
+
+    def _skip(self, key: str, obj: dict[str, Any], status: dict[str, Any], same: Any) -> bool:
+        """We already wrote an equivalent status over exactly this version of the object, and
+        the watch has not brought our write back yet."""
+        written = self._written.get(key)
+        return (
+            written is not None
+            and written[0] == obj["metadata"].get("resourceVersion")
+            and same(written[1], status)
+        )
+
+    def _update_status(
+        self,
+        key: str,
+        obj: dict[str, Any],
+        build: Any,
+        same: Any,
+        put: Any,
+        get: Any,
+        plural: str,
+        put_whole: Any,
+    ) -> None:
+        """Optimistic-concurrency loop: build the new status on the freshest object we have;
+        on 409 re-read and try again. The ``status`` subresource is used when the CRD has one;
+        Volcano's PodGroup CRD has none, so there the whole object is PUT (with the same
+        resourceVersion check), as vc-scheduler does."""
+        for attempt in range(self.conflict_retries):
+            status = build(obj)
+            if same(obj.get("status") or {}, status):
+                return
+            if attempt == 0 and self._skip(key, obj, status, same):
+                return
+            body = {**obj, "status": status}
+            try:
+                self.kube.call(put_whole if plural in self.no_status_subresource else put, body)
+            except ApiException as exc:
+                if exc.status == 409:
+                    self.conflicts += 1
+                    obj = self.kube.call(get)
+                    continue
+                if exc.status == 404 and plural not in self.no_status_subresource:
+                    obj = self.kube.call(get)  # 404 again if the object itself is gone
+                    log.info("%s have no status subresource: updating whole objects", plural)
+                    self.no_status_subresource.add(plural)
+                    continue
+                raise
+            self.writes += 1
+            self._written[key] = (obj["metadata"].get("resourceVersion"), status)
+            return
+        log.warning("status of %s: gave up after %d conflicts", key, self.conflict_retries)
+
+    def _write_podgroup(
+        self, key: str, phase: str, conditions: list[dict[str, Any]], counts: Counter[str], now: str
+    ) -> None:
+        obj = self.store.get(PODGROUP, key)
+        if obj is None:
+            return  # synthesised for a bare pod; no API object to write
+        ns, name = key.split("/", 1)
+        custom = self.kube.custom
+
+        def build(o: dict[str, Any]) -> dict[str, Any]:
+            st = dict(o.get("status") or {})
+            st["phase"] = phase
+            st["conditions"] = merge_conditions(list(st.get("conditions") or []), conditions, now)
+            for f in ("running", "succeeded", "failed"):
+                if counts[f] or f in st:
+                    st[f] = counts[f]
+            return st
+
+        def same(old: dict[str, Any], new: dict[str, Any]) -> bool:
+            return (
+                old.get("phase") == new.get("phase")
+                and _canon_conditions(old.get("conditions") or []) == _canon_conditions(new["conditions"])
+                and all(
+                    int(old.get(f) or 0) == int(new.get(f) or 0) for f in ("running", "succeeded", "failed")
+                )
+            )
+
+        self._update_status(
+            key,
+            obj,
+            build,
+            same,
+            partial(
+                custom.replace_namespaced_custom_object_status,
+                VOLCANO_GROUP,
+                VOLCANO_VERSION,
+                ns,
+                "podgroups",
+                name,
+            ),
+            partial(
+                custom.get_namespaced_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, ns, "podgroups", name
+            ),
+            "podgroups",
+            partial(
+                custom.replace_namespaced_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, ns, "podgroups", name
+            ),
+        )
+
+    def _write_queue(self, name: str, allocated: dict[str, str]) -> None:
+        obj = self.store.get(QUEUE, name)
+        if obj is None:
+            return  # the implicit default queue of a cluster without the Queue object
+        custom = self.kube.custom
+
+        def build(o: dict[str, Any]) -> dict[str, Any]:
+            return {**(o.get("status") or {}), "allocated": allocated}
+
+        def same(old: dict[str, Any], new: dict[str, Any]) -> bool:
+            return _canon_resources(old.get("allocated")) == _canon_resources(new["allocated"])
+
+        self._update_status(
+            name,
+            obj,
+            build,
+            same,
+            partial(
+                custom.replace_cluster_custom_object_status, VOLCANO_GROUP, VOLCANO_VERSION, "queues", name
+            ),
+            partial(custom.get_cluster_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, "queues", name),
+            "queues",
+            partial(custom.replace_cluster_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, "queues", name),
+        )
+
+    def _write_pod_condition(self, key: str, message: str, now: str) -> None:
+        pod = self.store.get(POD, key)
+        if pod is None or (pod.get("spec") or {}).get("nodeName") or self.store.is_assumed(key):
+            return
+        for c in (pod.get("status") or {}).get("conditions") or []:
+            if (
+                c.get("type") == "PodScheduled"
+                and c.get("status") == "False"
+                and c.get("reason") == "Unschedulable"
+                and c.get("message") == message
+            ):
+                return
+        if self._written.get(key) == (pod["metadata"].get("resourceVersion"), message):
+            return
+        ns, name = key.split("/", 1)
+        patch = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": message,
+                        "lastTransitionTime": now,
+                    }
+                ]
+            }
+        }
+        self.kube.call(self.kube.core.patch_namespaced_pod_status, name, ns, patch)
+        self.writes += 1
+        self._written[key] = (pod["metadata"].get("resourceVersion"), message)

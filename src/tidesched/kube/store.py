@@ -1,0 +1,446 @@
+"""Informers: list+watch of the objects the scheduler reads, kept as raw dicts (K8S-1).
+
+One :class:`Informer` thread per resource type lists (in pages) and then watches from the
+list's ``resourceVersion`` with bookmarks, exactly as client-go's reflector does:
+
+* a watch that ends normally (server ``timeoutSeconds``) is reopened from the last version seen;
+* ``410 Gone`` / ``Expired`` — on the watch or on a list continuation — means the version was
+  compacted away: relist from scratch and replace the cache atomically;
+* transport errors and 5xx reconnect with capped, jittered exponential backoff.
+
+The :class:`ClusterStore` holds the objects plus the adapter's own *overlays*: pods assumed
+bound (a bind is in flight or done but not yet seen on the watch) and pods being evicted. The
+snapshot handed to the scheduling core sees them as Bound / Releasing, so the next session does
+not place a pod twice or count a node's resources as free twice; the watch confirms (the
+overlay is dropped when the API object shows it) and failures forget them.
+
+``synced()`` is true only once every informer has completed its first full list: the runner
+never schedules from a partial node list (seed ``002``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kubernetes.watch.watch import iter_resp_lines
+
+from tidesched.kube.api import ApiException, Kube, status_of
+
+log = logging.getLogger("tidesched.kube.store")
+
+NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB = (
+    "Node",
+    "Pod",
+    "PodGroup",
+    "Queue",
+    "PriorityClass",
+    "PodDisruptionBudget",
+)
+VOLCANO_GROUP, VOLCANO_VERSION = "scheduling.volcano.sh", "v1beta1"
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    kind: str
+    api_version: str
+    namespaced: bool
+    list_fn: Callable[[Kube], Callable[..., Any]]
+
+
+RESOURCE_TYPES: dict[str, ResourceType] = {
+    r.kind: r
+    for r in (
+        ResourceType(NODE, "v1", False, lambda k: k.core.list_node),
+        ResourceType(POD, "v1", True, lambda k: k.core.list_pod_for_all_namespaces),
+        ResourceType(
+            PODGROUP,
+            f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
+            True,
+            lambda k: functools.partial(
+                k.custom.list_cluster_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, "podgroups"
+            ),
+        ),
+        ResourceType(
+            QUEUE,
+            f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
+            False,
+            lambda k: functools.partial(
+                k.custom.list_cluster_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, "queues"
+            ),
+        ),
+        ResourceType(
+            PRIORITY_CLASS, "scheduling.k8s.io/v1", False, lambda k: k.scheduling.list_priority_class
+        ),
+        ResourceType(
+            PDB, "policy/v1", True, lambda k: k.policy.list_pod_disruption_budget_for_all_namespaces
+        ),
+    )
+}
+
+
+def object_key(obj: dict[str, Any], namespaced: bool) -> str:
+    md = obj.get("metadata") or {}
+    return f"{md.get('namespace') or 'default'}/{md.get('name')}" if namespaced else str(md.get("name"))
+
+
+def _rfc3339(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+@dataclass
+class _Assumed:
+    node: str
+    uid: str
+    expires: float | None = None  # set once the bind call returned; None while in flight
+
+
+@dataclass
+class ClusterStore:
+    """Current objects by kind and key (``ns/name`` or ``name``), plus overlays."""
+
+    kinds: tuple[str, ...] = tuple(RESOURCE_TYPES)
+    objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    assumed: dict[str, _Assumed] = field(default_factory=dict)
+    releasing: dict[str, float] = field(default_factory=dict)  # pod key -> overlay expiry
+    version: int = 0  # bumped on every change; lets waiters notice progress
+
+    def __post_init__(self) -> None:
+        self.objects = {k: {} for k in self.kinds}
+        self._synced: set[str] = set()
+        self._cond = threading.Condition()
+
+    # -- informer side --------------------------------------------------------------------
+
+    def replace(self, kind: str, items: dict[str, dict[str, Any]]) -> None:
+        with self._cond:
+            self.objects[kind] = items
+            if kind == POD:
+                for key in list(self.assumed):
+                    self._confirm(key, items.get(key))
+                for key in list(self.releasing):
+                    self._confirm_release(key, items.get(key))
+            self._synced.add(kind)
+            self._changed()
+
+    def apply(self, kind: str, etype: str, key: str, obj: dict[str, Any]) -> None:
+        with self._cond:
+            if etype == "DELETED":
+                self.objects[kind].pop(key, None)
+                current = None
+            else:
+                self.objects[kind][key] = obj
+                current = obj
+            if kind == POD:
+                if key in self.assumed:
+                    self._confirm(key, current)
+                if key in self.releasing:
+                    self._confirm_release(key, current)
+            self._changed()
+
+    def _confirm(self, key: str, pod: dict[str, Any] | None) -> None:
+        a = self.assumed[key]
+        if (
+            pod is None
+            or (pod.get("metadata") or {}).get("uid", a.uid) != a.uid
+            or (pod.get("spec") or {}).get("nodeName")
+        ):
+            del self.assumed[key]  # bound (confirmed), deleted or replaced: the API object is the truth
+
+    def _confirm_release(self, key: str, pod: dict[str, Any] | None) -> None:
+        if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            del self.releasing[key]
+
+    def _changed(self) -> None:
+        self.version += 1
+        self._cond.notify_all()
+
+    def synced(self) -> bool:
+        with self._cond:
+            return self._synced.issuperset(self.kinds)
+
+    def wait_synced(self, timeout: float, stop: threading.Event | None = None) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not self._synced.issuperset(self.kinds):
+                left = deadline - time.monotonic()
+                if left <= 0 or (stop is not None and stop.is_set()):
+                    return False
+                self._cond.wait(min(left, 0.1))
+            return True
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Wait until ``predicate()`` (evaluated under the store lock) holds."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.05))
+            return True
+
+    # -- reading --------------------------------------------------------------------------
+
+    def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        with self._cond:
+            return self.objects[kind].get(key)
+
+    def items(self, kind: str) -> list[dict[str, Any]]:
+        with self._cond:
+            return list(self.objects[kind].values())
+
+    def snapshot_objects(self, now: float | None = None) -> list[dict[str, Any]]:
+        """Every object for ``build_snapshot``, with overlays applied to copies of the pods
+        concerned. Objects are never mutated in place (updates replace them), so handing out
+        references is safe."""
+        now = time.time() if now is None else now
+        with self._cond:
+            out: list[dict[str, Any]] = []
+            for kind in self.kinds:
+                if kind == POD:
+                    continue
+                out.extend(self.objects[kind].values())
+            pods = self.objects.get(POD, {})
+            for key, pod in pods.items():
+                a = self.assumed.get(key)
+                if a is not None:
+                    pod = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": a.node}}
+                elif key in self.releasing:
+                    md = dict(pod.get("metadata") or {})
+                    md["deletionTimestamp"] = _rfc3339(now)
+                    pod = {**pod, "metadata": md}
+                out.append(pod)
+            return out
+
+    # -- overlays -------------------------------------------------------------------------
+
+    def assume(self, key: str, node: str, uid: str) -> bool:
+        """Mark a pod bound to ``node`` in the cache; False when it already is (in flight)."""
+        with self._cond:
+            if key in self.assumed:
+                return False
+            self.assumed[key] = _Assumed(node, uid)
+            self._changed()
+            return True
+
+    def finish_binding(self, key: str, ttl: float) -> None:
+        """The bind call succeeded: keep the assumption until the watch shows it, at most ``ttl``."""
+        with self._cond:
+            a = self.assumed.get(key)
+            if a is not None:
+                pod = self.objects[POD].get(key)
+                if pod is not None and (pod.get("spec") or {}).get("nodeName"):
+                    del self.assumed[key]
+                else:
+                    a.expires = time.monotonic() + ttl
+            self._changed()
+
+    def forget(self, key: str) -> None:
+        """The bind failed: release the pod's resources in the cache."""
+        with self._cond:
+            self.assumed.pop(key, None)
+            self._changed()
+
+    def is_assumed(self, key: str) -> bool:
+        with self._cond:
+            return key in self.assumed
+
+    def mark_releasing(self, key: str, ttl: float) -> bool:
+        with self._cond:
+            if key in self.releasing:
+                return False
+            self.releasing[key] = time.monotonic() + ttl
+            self._changed()
+            return True
+
+    def unmark_releasing(self, key: str) -> None:
+        with self._cond:
+            self.releasing.pop(key, None)
+            self._changed()
+
+    def expire(self) -> list[str]:
+        """Drop overlays whose confirmation never came (client-go's assumed-pod TTL)."""
+        now = time.monotonic()
+        with self._cond:
+            gone = [k for k, a in self.assumed.items() if a.expires is not None and a.expires < now]
+            for k in gone:
+                del self.assumed[k]
+            rel = [k for k, t in self.releasing.items() if t < now]
+            for k in rel:
+                del self.releasing[k]
+            if gone or rel:
+                self._changed()
+            return gone
+
+
+class _Gone(Exception):
+    """The resourceVersion (or continue token) is too old: relist."""
+
+
+class Informer:
+    """List+watch of one resource type into a :class:`ClusterStore`, on its own thread."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        rtype: ResourceType,
+        store: ClusterStore,
+        *,
+        page_size: int = 500,
+        watch_timeout: int = 300,
+        backoff_base: float = 0.2,
+        backoff_max: float = 30.0,
+        on_event: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.kube = kube
+        self.rtype = rtype
+        self.store = store
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.on_event = on_event  # (kind, what): "relist" | "error" | "watch", for metrics
+        self.resource_version: str | None = None
+        self.relists = 0
+        self.errors = 0
+        self._stop = threading.Event()
+        self._resp: Any = None
+        self._thread = threading.Thread(target=self._run, name=f"informer-{rtype.kind}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        resp = self._resp
+        if resp is not None:
+            try:
+                resp.shutdown()  # urllib3 >= 2.3: unblocks a read in progress
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                pass
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def _notify(self, what: str) -> None:
+        if self.on_event is not None:
+            self.on_event(self.rtype.kind, what)
+
+    def _run(self) -> None:
+        backoff = self.backoff_base
+        while not self._stop.is_set():
+            try:
+                if self.resource_version is None:
+                    self._list()
+                self._watch()
+                backoff = self.backoff_base
+            except _Gone:
+                log.info("%s: resourceVersion %s expired, relisting", self.rtype.kind, self.resource_version)
+                self.resource_version = None
+                self.relists += 1
+                self._notify("relist")
+            except Exception as exc:  # noqa: BLE001 - every failure reconnects; none may kill the thread
+                if self._stop.is_set():
+                    return
+                self.errors += 1
+                self._notify("error")
+                if status_of(exc) == 410:
+                    self.resource_version = None
+                    continue
+                log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.rtype.kind, exc, backoff)
+                self._stop.wait(backoff * random.uniform(0.8, 1.2))
+                backoff = min(backoff * 2, self.backoff_max)
+
+    def _list(self) -> None:
+        fn = self.rtype.list_fn(self.kube)
+        items: dict[str, dict[str, Any]] = {}
+        token: str | None = None
+        while True:
+            try:
+                kwargs: dict[str, Any] = {"limit": self.page_size}
+                if token:
+                    kwargs["_continue"] = token
+                body = self.kube.call(fn, **kwargs)
+            except ApiException as exc:
+                if exc.status == 410:
+                    raise _Gone from exc
+                raise
+            for obj in body.get("items") or []:
+                # List items of built-in kinds come without kind/apiVersion; the core needs kind.
+                obj["kind"] = self.rtype.kind
+                obj.setdefault("apiVersion", self.rtype.api_version)
+                items[object_key(obj, self.rtype.namespaced)] = obj
+            meta = body.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                break
+        # Replace only after the last page: never a partial list in the cache.
+        self.store.replace(self.rtype.kind, items)
+        self.resource_version = str(meta.get("resourceVersion") or "")
+        log.debug("%s: listed %d at resourceVersion %s", self.rtype.kind, len(items), self.resource_version)
+
+    def _watch(self) -> None:
+        fn = self.rtype.list_fn(self.kube)
+        timeout = int(self.watch_timeout * random.uniform(1.0, 2.0))  # spread reconnects like client-go
+        resp = self.kube.stream(
+            fn,
+            watch=True,
+            resource_version=self.resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout,
+            read_timeout=timeout + 30.0,  # a silent dead connection ends, and we reconnect
+        )
+        self._resp = resp
+        self._notify("watch")
+        try:
+            for line in iter_resp_lines(resp):
+                if self._stop.is_set():
+                    return
+                if not line:
+                    continue
+                event = json.loads(line)
+                etype = event.get("type")
+                obj = event.get("object") or {}
+                if etype == "ERROR":
+                    if obj.get("code") == 410:
+                        raise _Gone
+                    raise ApiException(status=obj.get("code") or 500, reason=str(obj.get("message")))
+                rv = (obj.get("metadata") or {}).get("resourceVersion")
+                if etype == "BOOKMARK":
+                    if rv:
+                        self.resource_version = rv
+                    continue
+                if etype not in ("ADDED", "MODIFIED", "DELETED"):
+                    continue
+                obj["kind"] = self.rtype.kind
+                obj.setdefault("apiVersion", self.rtype.api_version)
+                self.store.apply(self.rtype.kind, etype, object_key(obj, self.rtype.namespaced), obj)
+                if rv:
+                    self.resource_version = rv
+        finally:
+            self._resp = None
+            resp.close()  # never hand a half-read stream back to the pool
+            resp.release_conn()
+
+
+def start_informers(kube: Kube, store: ClusterStore, **options: Any) -> list[Informer]:
+    informers = [Informer(kube, RESOURCE_TYPES[kind], store, **options) for kind in store.kinds]
+    for inf in informers:
+        inf.start()
+    return informers
+
+
+def list_once(kube: Kube, kinds: tuple[str, ...] = tuple(RESOURCE_TYPES)) -> list[dict[str, Any]]:
+    """One consistent-enough read of the cluster (``quota``/``explain --kubeconfig``): list every
+    kind, no watch."""
+    store = ClusterStore(kinds=kinds)
+    for kind in kinds:
+        Informer(kube, RESOURCE_TYPES[kind], store)._list()
+    return store.snapshot_objects()

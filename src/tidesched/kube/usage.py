@@ -1,0 +1,208 @@
+"""Quota and usage per queue × resource (OBS-2) and cluster totals (OBS-1), read from a session.
+
+Numbers come from the scheduler's own session state, so they follow exactly the pod-state rules
+the scheduler uses (seed ``002``, "额度的资源查询"):
+
+* with the ``capacity-card`` plugin in the config and exposing ``queue_usage()``, its per card
+  model accounting is used as is (quota from ``volcano.sh/card.quota`` / ``spec.capability``,
+  used, inqueue, pending);
+* otherwise a fallback read of the session: quota = ``spec.capability`` (plus the
+  ``volcano.sh/card.quota`` entries), used = the queue's allocated tasks (Allocated, Binding,
+  Bound, Running), inqueue = ``minResources`` of Inqueue PodGroups (Volcano's proportion
+  plugin), pending = requests of Pending tasks.
+
+Values are in natural units: cores, bytes, cards. This module only reads; it decides nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Mapping
+
+from tidesched.model.quantity import QuantityError, parse_quantity
+from tidesched.model.resource import CPU, MEMORY, PODS, Resource
+from tidesched.model.status import PodGroupPhase, TaskStatus
+
+if TYPE_CHECKING:
+    from tidesched.framework.session import Session
+
+CARD_QUOTA_ANNOTATION = "volcano.sh/card.quota"
+SERVICE_TYPE_ANNOTATION = "volcano.sh/service.type"
+FIELDS = ("quota", "used", "inqueue", "pending")
+
+
+@dataclass
+class Usage:
+    quota: float | None = None  # None: no limit set
+    used: float = 0.0
+    inqueue: float = 0.0
+    pending: float = 0.0
+
+
+@dataclass
+class QuotaReport:
+    source: str  # "capacity-card" | "queue-spec"
+    queues: dict[str, dict[str, Usage]] = field(default_factory=dict)
+    cluster: dict[str, float] = field(default_factory=dict)  # allocatable totals of Ready nodes
+    services: dict[str, dict[str, float]] = field(default_factory=dict)  # service type -> allocated
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "queues": {
+                q: {r: asdict(u) for r, u in sorted(res.items())} for q, res in sorted(self.queues.items())
+            },
+            "cluster": dict(sorted(self.cluster.items())),
+            "services": {s: dict(sorted(r.items())) for s, r in sorted(self.services.items())},
+        }
+
+    def card_allocated(self) -> dict[str, dict[str, str]]:
+        """Per queue, the used count of each card model (written to Queue status.allocated)."""
+        if self.source != "capacity-card":
+            return {}
+        return {
+            q: {r: _fmt(u.used) for r, u in res.items() if r not in (CPU, MEMORY, PODS)}
+            for q, res in self.queues.items()
+        }
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def natural(name: str, internal: float) -> float:
+    """Internal unit → natural unit: cpu millicores → cores, scalars milli → units."""
+    if name in (MEMORY, PODS):
+        return float(internal)
+    return float(internal) / 1000.0
+
+
+def resource_natural(r: Resource) -> dict[str, float]:
+    out = {CPU: natural(CPU, r.milli_cpu), MEMORY: float(r.memory)}
+    for name, v in r.scalars.items():
+        out[name] = natural(name, v)
+    return out
+
+
+def _number(v: Any) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, (int, float, Decimal)):
+        return float(v)
+    try:
+        return float(parse_quantity(str(v)))
+    except (QuantityError, ValueError):
+        return None
+
+
+def _normalize(raw: Any) -> dict[str, dict[str, Usage]]:
+    """Accept the plugin's answer as queue → resource → mapping (or object) of the four fields
+    (``allocated`` is taken for ``used``, ``capability`` for ``quota``)."""
+    out: dict[str, dict[str, Usage]] = {}
+    if not isinstance(raw, Mapping):
+        return out
+    for queue, per_res in raw.items():
+        if not isinstance(per_res, Mapping):
+            continue
+        row: dict[str, Usage] = {}
+        for res, val in per_res.items():
+            get = val.get if isinstance(val, Mapping) else (lambda k, _v=val: getattr(_v, k, None))
+            quota = get("quota")
+            if quota is None:
+                quota = get("capability")
+            used = get("used")
+            if used is None:
+                used = get("allocated")
+            row[str(res)] = Usage(
+                _number(quota),
+                _number(used) or 0.0,
+                _number(get("inqueue")) or 0.0,
+                _number(get("pending")) or 0.0,
+            )
+        out[str(queue)] = row
+    return out
+
+
+def _card_quota(annotations: Mapping[str, str]) -> dict[str, float]:
+    try:
+        raw = json.loads(annotations.get(CARD_QUOTA_ANNOTATION) or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        str(k): float(v)
+        for k, v in raw.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+    }
+
+
+def _fallback(ssn: Session) -> dict[str, dict[str, Usage]]:
+    rows: dict[str, dict[str, Usage]] = {}
+    for name, q in ssn.queues.items():
+        row: dict[str, Usage] = {}
+        spec = q.queue
+        if spec.capability_set:
+            for res, v in resource_natural(spec.capability).items():
+                row.setdefault(res, Usage()).quota = v
+        for card, v in _card_quota(spec.meta.annotations).items():
+            row.setdefault(card, Usage()).quota = v
+        rows[name] = row
+    for job in ssn.jobs.values():
+        row = rows.setdefault(job.queue, {})
+        for res, v in resource_natural(job.allocated).items():
+            row.setdefault(res, Usage()).used += v
+        if job.phase == PodGroupPhase.INQUEUE and job.min_resources is not None:
+            for res, v in resource_natural(job.min_resources).items():
+                row.setdefault(res, Usage()).inqueue += v
+        pending = Resource()
+        for t in job.tasks.values():
+            if t.status == TaskStatus.PENDING:
+                pending.add(t.resreq)
+        for res, v in resource_natural(pending).items():
+            if v:
+                row.setdefault(res, Usage()).pending += v
+    return rows
+
+
+def _call(fn: Any, ssn: Session) -> Any:
+    try:
+        return fn()
+    except TypeError:
+        return fn(ssn)
+
+
+def report(ssn: Session) -> QuotaReport:
+    """The quota/usage report of a closed session. ``tidesched quota`` closes a session without
+    running actions (the cluster as it is); ``run`` reports after its actions (as the cluster
+    will be once the session's binds land)."""
+    plugin = ssn.plugins.get("capacity-card")
+    fn = getattr(plugin, "queue_usage", None)
+    if callable(fn):
+        rep = QuotaReport("capacity-card", _normalize(_call(fn, ssn)))
+    else:
+        rep = QuotaReport("queue-spec", _fallback(ssn))
+    totals = getattr(plugin, "cluster_totals", None)
+    rep.cluster = {k: v for k, v in resource_natural(ssn.total_resource).items()}
+    if callable(totals):
+        extra = _call(totals, ssn)
+        if isinstance(extra, Mapping):
+            rep.cluster.update({str(k): n for k, v in extra.items() if (n := _number(v)) is not None})
+    services = getattr(plugin, "service_usage", None)
+    if callable(services):
+        raw = _call(services, ssn)
+        if isinstance(raw, Mapping):
+            rep.services = {
+                str(s): {str(r): n for r, v in res.items() if (n := _number(v)) is not None}
+                for s, res in raw.items()
+                if isinstance(res, Mapping)
+            }
+    else:
+        for job in ssn.jobs.values():
+            stype = job.pod_group.meta.annotations.get(SERVICE_TYPE_ANNOTATION) or "unknown"
+            agg = rep.services.setdefault(stype, {})
+            for res, v in resource_natural(job.allocated).items():
+                agg[res] = agg.get(res, 0.0) + v
+    return rep

@@ -1,0 +1,623 @@
+"""The simulated world: the objects an API server would hold, as plain dicts (SIM-1, RUN-4).
+
+The world holds Nodes, Pods, PodGroups, Queues, PriorityClasses, Volcano Jobs, Deployments and
+ReplicaSets exactly as the API gives them. It hands the scheduling core a
+:class:`~tidesched.model.snapshot.ClusterSnapshot` every ``schedulePeriod`` and applies the
+core's :class:`~tidesched.framework.session.Decisions`:
+
+* bind → ``spec.nodeName``, phase Running, ``status.startTime``; when the pod carries a run
+  time (``sim.tidesched.io/duration``) its completion is scheduled on the clock;
+* evict → ``metadata.deletionTimestamp``; the pod keeps its node resources (Releasing) for the
+  eviction grace period, then it is gone and its controller hears of it (PodEvicted);
+* PodGroup phase and conditions are written back (conditions only when their content
+  changes, so an unchanged world stays unchanged and the clock can skip ahead).
+
+There is no scheduling logic here. Objects are never modified in place: an update stores a
+new dict (copy-on-write of the touched sections), so a parsed record can be cached per object
+*identity* and reused by every later snapshot until the object changes — parsing is paid once
+per object version, not once per session.
+
+Listeners (controllers, metrics) are called on every change with
+``(kind, key, old, new, cause)``; ``new`` is None when the object is gone and ``cause`` says
+why a pod went (``evict``, ``kill``, ``delete``, ``scale``, ``node``, ``gc``).
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from tidesched.framework.session import Decisions
+from tidesched.model.objects import (
+    DEFAULT_NAMESPACE,
+    DEFAULT_QUEUE,
+    GROUP_NAME_ANNOTATION,
+    parse_node,
+    parse_pod,
+    parse_podgroup,
+    parse_priority_class,
+    parse_queue,
+)
+from tidesched.model.problems import Event, ObjectError, warning
+from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, default_queue
+from tidesched.sim.clock import Clock
+from tidesched.sim.scenario import (
+    DURATION_ANNOTATION,
+    EXIT_CODE_ANNOTATION,
+    WORLD_KINDS,
+    ScenarioError,
+    parse_duration,
+)
+
+# Simulated t=0 is 2025-01-01T00:00:00Z: timestamps on objects are real RFC 3339 times.
+EPOCH = 1735689600.0
+NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet"})
+FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
+
+Listener = Callable[[str, str, "dict[str, Any] | None", "dict[str, Any] | None", str], None]
+
+
+def iso(t: float) -> str:
+    """RFC 3339 time of simulated second ``t``."""
+    dt = datetime.fromtimestamp(EPOCH + t, tz=UTC)
+    spec = "seconds" if float(t).is_integer() else "microseconds"
+    return dt.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+def sim_time(value: Any) -> float | None:
+    """Simulated seconds of an RFC 3339 timestamp (None when absent or unreadable)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() - EPOCH
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Small accessors on raw objects
+
+
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    m = obj.get("metadata")
+    return m if isinstance(m, Mapping) else {}
+
+
+def annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    a = meta(obj).get("annotations")
+    return a if isinstance(a, Mapping) else {}
+
+
+def labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    a = meta(obj).get("labels")
+    return a if isinstance(a, Mapping) else {}
+
+
+def spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    s = obj.get("spec")
+    return s if isinstance(s, Mapping) else {}
+
+
+def status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    s = obj.get("status")
+    return s if isinstance(s, Mapping) else {}
+
+
+def pod_node(pod: Mapping[str, Any]) -> str:
+    return str(spec(pod).get("nodeName") or "")
+
+
+def pod_phase(pod: Mapping[str, Any]) -> str:
+    return str(status(pod).get("phase") or "Pending")
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(meta(obj).get("deletionTimestamp"))
+
+
+def pod_active(pod: Mapping[str, Any]) -> bool:
+    """Neither finished nor being deleted (what a ReplicaSet or Job counts as alive)."""
+    return not is_deleting(pod) and pod_phase(pod) not in FINISHED_POD_PHASES
+
+
+def controller_owner(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(kind, name) of the controlling owner reference, else of the first one, else None."""
+    owners = meta(obj).get("ownerReferences")
+    if not isinstance(owners, list) or not owners:
+        return None
+    chosen = next((o for o in owners if isinstance(o, Mapping) and o.get("controller")), owners[0])
+    if not isinstance(chosen, Mapping) or not chosen.get("kind") or not chosen.get("name"):
+        return None
+    return str(chosen["kind"]), str(chosen["name"])
+
+
+def with_section(obj: Mapping[str, Any], section: str, **changes: Any) -> dict[str, Any]:
+    """A copy of ``obj`` with ``obj[section]`` copied and updated (copy-on-write)."""
+    new = dict(obj)
+    sub = dict(new.get(section) or {})
+    for k, v in changes.items():
+        if v is None:
+            sub.pop(k, None)
+        else:
+            sub[k] = v
+    new[section] = sub
+    return new
+
+
+def with_meta_map(obj: Mapping[str, Any], which: str, changes: Mapping[str, str | None]) -> dict[str, Any]:
+    """A copy of ``obj`` with metadata.<which> (labels/annotations) updated; None removes."""
+    m = dict(meta(obj))
+    sub = dict(m.get(which) or {})
+    for k, v in changes.items():
+        if v is None:
+            sub.pop(k, None)
+        else:
+            sub[k] = v
+    m[which] = sub
+    new = dict(obj)
+    new["metadata"] = m
+    return new
+
+
+def object_key(kind: str, obj: Mapping[str, Any]) -> str:
+    m = meta(obj)
+    name = str(m.get("name") or "")
+    if kind in NAMESPACED:
+        return f"{m.get('namespace') or DEFAULT_NAMESPACE}/{name}"
+    return name
+
+
+def split_key(key: str) -> tuple[str, str]:
+    ns, _, name = key.rpartition("/")
+    return ns, name
+
+
+# --------------------------------------------------------------------------------------------
+# Clock events the world schedules for itself
+
+
+@dataclass(frozen=True, slots=True)
+class PodFinish:
+    """A running pod reaches the end of its run time."""
+
+    key: str
+    uid: str
+    phase: str  # Succeeded | Failed
+    exit_code: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodGone:
+    """A terminating pod's grace period is over: the pod object disappears."""
+
+    key: str
+    uid: str
+    cause: str
+
+
+@dataclass(slots=True)
+class Applied:
+    """What applying one session's decisions did to the world."""
+
+    bound: list[tuple[str, str]] = field(default_factory=list)  # (pod key, node)
+    evicted: list[tuple[str, str]] = field(default_factory=list)  # (pod key, reason)
+    stale: list[str] = field(default_factory=list)  # decisions about pods that changed meanwhile
+    podgroups_changed: int = 0
+
+
+_PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "Node": parse_node,
+    "Pod": parse_pod,
+    "PodGroup": parse_podgroup,
+    "Queue": parse_queue,
+    "PriorityClass": parse_priority_class,
+}
+_SNAPSHOT_KINDS = tuple(_PARSERS)
+_OWNED_KINDS = frozenset({"ReplicaSet", "PodGroup"})
+
+
+class World:
+    """Current objects, their parsed records, indexes and the operations controllers and the
+    scheduler's decisions perform on them."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        seed: int = 0,
+        scheduler_names: Iterable[str] = (DEFAULT_SCHEDULER_NAME,),
+        eviction_grace: float = 30.0,
+        deletion_grace: float = 30.0,
+        duration_jitter: float = 0.0,
+    ) -> None:
+        self.clock = clock
+        self.scheduler_names = frozenset(scheduler_names)
+        self.eviction_grace = eviction_grace
+        self.deletion_grace = deletion_grace
+        self.duration_jitter = duration_jitter
+        self.rng = random.Random(seed)
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in WORLD_KINDS}
+        self.revision = 0
+        self.listeners: list[Listener] = []
+        self._cache: dict[tuple[str, str], tuple[Mapping[str, Any], Any, Event | None]] = {}
+        self._sorted: dict[str, list[str] | None] = {k: None for k in WORLD_KINDS}
+        self.pods_by_node: dict[str, set[str]] = defaultdict(set)
+        self.pods_by_group: dict[str, set[str]] = defaultdict(set)  # "ns/pg" -> pod keys
+        self.pods_by_owner: dict[tuple[str, str], set[str]] = defaultdict(set)  # (kind, "ns/name")
+        # Other owned objects: (kind, owner kind, "ns/owner") -> keys (ReplicaSets of a
+        # Deployment, PodGroups of an owner), so controllers never scan a whole kind.
+        self._owned: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+        self.deleting_since: dict[str, float] = {}
+        # Per kind: a change counter, and the snapshot lists built at some counter value (reused
+        # while the kind is unchanged: nodes, queues and priority classes rarely change).
+        self._kind_rev: dict[str, int] = {k: 0 for k in WORLD_KINDS}
+        self._snap_lists: dict[str, tuple[int, list[Any], list[Event]]] = {}
+
+    # -- identity -----------------------------------------------------------------------
+
+    def new_uid(self) -> str:
+        """A UUID drawn from the seeded generator: deterministic per seed."""
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def random_suffix(self, n: int = 5) -> str:
+        """Kubernetes-style random name suffix (``generateName``), from the seeded generator."""
+        alphabet = "bcdfghjklmnpqrstvwxz2456789"
+        return "".join(self.rng.choice(alphabet) for _ in range(n))
+
+    # -- store --------------------------------------------------------------------------
+
+    def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        return self.objects[kind].get(key)
+
+    def keys(self, kind: str) -> list[str]:
+        """Keys of ``kind`` in sorted order (cached until membership changes)."""
+        cached = self._sorted[kind]
+        if cached is None:
+            cached = sorted(self.objects[kind])
+            self._sorted[kind] = cached
+        return cached
+
+    def items(self, kind: str) -> list[tuple[str, dict[str, Any]]]:
+        objs = self.objects[kind]
+        return [(k, objs[k]) for k in self.keys(kind)]
+
+    def put(self, kind: str, obj: dict[str, Any], cause: str = "") -> str:
+        """Add or replace an object; listeners hear of it."""
+        key = object_key(kind, obj)
+        store = self.objects[kind]
+        old = store.get(key)
+        if old is obj:
+            return key
+        store[key] = obj
+        if old is None:
+            self._sorted[kind] = None
+        self.revision += 1
+        self._kind_rev[kind] += 1
+        if kind == "Pod":
+            self._index_pod(key, old, obj)
+        elif kind in _OWNED_KINDS:
+            self._index_owned(kind, key, old, obj)
+        for fn in self.listeners:
+            fn(kind, key, old, obj, cause)
+        return key
+
+    def remove(self, kind: str, key: str, cause: str = "") -> dict[str, Any] | None:
+        old = self.objects[kind].pop(key, None)
+        if old is None:
+            return None
+        self._sorted[kind] = None
+        self._cache.pop((kind, key), None)
+        self.revision += 1
+        self._kind_rev[kind] += 1
+        if kind == "Pod":
+            self._index_pod(key, old, None)
+            self.deleting_since.pop(key, None)
+        elif kind in _OWNED_KINDS:
+            self._index_owned(kind, key, old, None)
+        for fn in self.listeners:
+            fn(kind, key, old, None, cause)
+        return old
+
+    def _index_pod(self, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        if old is not None:
+            n = pod_node(old)
+            if n:
+                self.pods_by_node[n].discard(key)
+            g = annotations(old).get(GROUP_NAME_ANNOTATION)
+            if g:
+                self.pods_by_group[f"{split_key(key)[0]}/{g}"].discard(key)
+            o = controller_owner(old)
+            if o:
+                self.pods_by_owner[(o[0], f"{split_key(key)[0]}/{o[1]}")].discard(key)
+        if new is not None:
+            n = pod_node(new)
+            if n:
+                self.pods_by_node[n].add(key)
+            g = annotations(new).get(GROUP_NAME_ANNOTATION)
+            if g:
+                self.pods_by_group[f"{split_key(key)[0]}/{g}"].add(key)
+            o = controller_owner(new)
+            if o:
+                self.pods_by_owner[(o[0], f"{split_key(key)[0]}/{o[1]}")].add(key)
+
+    def _index_owned(
+        self, kind: str, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
+    ) -> None:
+        ns = split_key(key)[0]
+        for obj, add in ((old, False), (new, True)):
+            if obj is None:
+                continue
+            o = controller_owner(obj)
+            if o:
+                bucket = self._owned[(kind, o[0], f"{ns}/{o[1]}")]
+                if add:
+                    bucket.add(key)
+                else:
+                    bucket.discard(key)
+
+    def owned_pods(self, owner_kind: str, owner_key: str) -> list[str]:
+        return sorted(self.pods_by_owner.get((owner_kind, owner_key), ()))
+
+    def owned(self, kind: str, owner_kind: str, owner_key: str) -> list[str]:
+        """Keys of the ``kind`` objects whose controlling owner is ``owner_kind`` ``owner_key``."""
+        return sorted(self._owned.get((kind, owner_kind, owner_key), ()))
+
+    # -- parsed records -----------------------------------------------------------------
+
+    def record(self, kind: str, key: str) -> Any:
+        """The parsed record of an object (None when it is missing or malformed); cached per
+        object version."""
+        obj = self.objects[kind].get(key)
+        if obj is None:
+            return None
+        return self._parsed(kind, key, obj)[0]
+
+    def _parsed(self, kind: str, key: str, obj: Mapping[str, Any]) -> tuple[Any, Event | None]:
+        hit = self._cache.get((kind, key))
+        if hit is not None and hit[0] is obj:
+            return hit[1], hit[2]
+        record: Any = None
+        problem: Event | None = None
+        try:
+            record = _PARSERS[kind](obj)
+        except ObjectError as exc:
+            ns, name = split_key(key) if kind in NAMESPACED else ("", key)
+            problem = warning(kind, ns, name, "InvalidObject", f"{kind} {key}: {exc}")
+        self._cache[(kind, key)] = (obj, record, problem)
+        return record, problem
+
+    def snapshot(self) -> ClusterSnapshot:
+        """A consistent snapshot for one session (objects in key order; malformed objects
+        become Warning events, as ``build_snapshot`` does)."""
+        snap = ClusterSnapshot()
+        targets = {
+            "Node": snap.nodes,
+            "Pod": snap.pods,
+            "PodGroup": snap.podgroups,
+            "Queue": snap.queues,
+            "PriorityClass": snap.priority_classes,
+        }
+        for kind in _SNAPSHOT_KINDS:
+            rev = self._kind_rev[kind]
+            cached = self._snap_lists.get(kind)
+            if cached is None or cached[0] != rev:
+                records: list[Any] = []
+                problems: list[Event] = []
+                objs = self.objects[kind]
+                for key in self.keys(kind):
+                    record, problem = self._parsed(kind, key, objs[key])
+                    if record is not None:
+                        records.append(record)
+                    elif problem is not None:
+                        problems.append(problem)
+                cached = (rev, records, problems)
+                self._snap_lists[kind] = cached
+            targets[kind].extend(cached[1])  # a fresh list per snapshot; the records are shared
+            snap.problems.extend(cached[2])
+        if DEFAULT_QUEUE not in self.objects["Queue"]:
+            snap.queues.append(default_queue())
+        return snap
+
+    # -- pods ---------------------------------------------------------------------------
+
+    def create_pod(self, pod: dict[str, Any], now: float) -> str:
+        m = dict(meta(pod))
+        m.setdefault("namespace", DEFAULT_NAMESPACE)
+        m.setdefault("uid", self.new_uid())
+        m["creationTimestamp"] = iso(now)
+        pod = dict(pod)
+        pod["metadata"] = m
+        pod.setdefault("apiVersion", "v1")
+        pod.setdefault("kind", "Pod")
+        st = dict(status(pod))
+        st.setdefault("phase", "Pending")
+        pod["status"] = st
+        return self.put("Pod", pod)
+
+    def bind_pod(self, key: str, node: str, now: float) -> bool:
+        pod = self.get("Pod", key)
+        if pod is None or pod_node(pod) or is_deleting(pod) or pod_phase(pod) != "Pending":
+            return False
+        if node not in self.objects["Node"]:
+            return False
+        new = with_section(pod, "spec", nodeName=node)
+        new["status"] = dict(status(pod), phase="Running", startTime=iso(now))
+        self.put("Pod", new)
+        self.schedule_finish(key, new)
+        return True
+
+    def schedule_finish(self, key: str, pod: Mapping[str, Any]) -> None:
+        """Queue the end of a running pod's run time (``sim.tidesched.io/duration``), if it has one."""
+        ann = annotations(pod)
+        raw = ann.get(DURATION_ANNOTATION)
+        if raw is None:
+            return
+        try:
+            run = parse_duration(raw, f"Pod {key}: {DURATION_ANNOTATION}")
+        except ScenarioError:
+            return  # checked on load for scenario objects; a bad value simply runs forever
+        if self.duration_jitter:
+            run *= 1.0 + self.rng.uniform(-self.duration_jitter, self.duration_jitter)
+        code = 0
+        try:
+            code = int(str(ann.get(EXIT_CODE_ANNOTATION, "0")))
+        except ValueError:
+            code = 0
+        self.clock.after(
+            run, PodFinish(key, str(meta(pod).get("uid")), "Failed" if code else "Succeeded", code)
+        )
+
+    def finish_pod(self, key: str, phase: str, exit_code: int, uid: str | None = None) -> bool:
+        """A running (or bound) pod ends with ``phase``; its node resources are free at once."""
+        pod = self.get("Pod", key)
+        if pod is None or (uid is not None and str(meta(pod).get("uid")) != uid):
+            return False
+        if is_deleting(pod) or pod_phase(pod) in FINISHED_POD_PHASES:
+            return False
+        new = dict(pod)
+        new["status"] = dict(
+            status(pod),
+            phase=phase,
+            containerStatuses=[{"name": "main", "state": {"terminated": {"exitCode": exit_code}}}],
+        )
+        self.put("Pod", new)
+        return True
+
+    def delete_pod(self, key: str, now: float, cause: str, grace: float | None = None) -> bool:
+        """Delete a pod the Kubernetes way: a pod that holds no node resources goes at once;
+        a running one is marked (deletionTimestamp) and goes after the grace period."""
+        pod = self.get("Pod", key)
+        if pod is None or is_deleting(pod):
+            return False
+        g = self.deletion_grace if grace is None else grace
+        if not pod_node(pod) or pod_phase(pod) in FINISHED_POD_PHASES or g <= 0:
+            self.remove("Pod", key, cause)
+            return True
+        new = with_section(pod, "metadata", deletionTimestamp=iso(now), deletionGracePeriodSeconds=int(g))
+        self.deleting_since[key] = now
+        self.put("Pod", new, cause)
+        self.clock.after(g, PodGone(key, str(meta(pod).get("uid")), cause))
+        return True
+
+    def pod_gone(self, ev: PodGone) -> bool:
+        pod = self.get("Pod", ev.key)
+        if pod is None or str(meta(pod).get("uid")) != ev.uid:
+            return False
+        self.remove("Pod", ev.key, ev.cause)
+        return True
+
+    # -- nodes and queues ----------------------------------------------------------------
+
+    def remove_node(self, name: str) -> bool:
+        """The node disappears; its pods are gone at once (pod GC), their controllers react."""
+        if name not in self.objects["Node"]:
+            return False
+        for key in sorted(self.pods_by_node.get(name, ())):
+            self.remove("Pod", key, "node")
+        self.remove("Node", name)
+        return True
+
+    def set_node(
+        self,
+        name: str,
+        *,
+        labels_change: Mapping[str, str | None] | None = None,
+        allocatable: Mapping[str, str | None] | None = None,
+        ready: bool | None = None,
+        unschedulable: bool | None = None,
+    ) -> bool:
+        node = self.get("Node", name)
+        if node is None:
+            return False
+        new: dict[str, Any] = dict(node)
+        if labels_change:
+            new = with_meta_map(new, "labels", labels_change)
+        st = dict(status(new))
+        if allocatable:
+            alloc = dict(st.get("allocatable") or st.get("capacity") or {})
+            for k, v in allocatable.items():
+                if v is None:
+                    alloc.pop(k, None)
+                else:
+                    alloc[k] = v
+            st["allocatable"] = alloc
+        if ready is not None:
+            conds = [
+                c for c in (st.get("conditions") or []) if isinstance(c, Mapping) and c.get("type") != "Ready"
+            ]
+            conds.append({"type": "Ready", "status": "True" if ready else "False"})
+            st["conditions"] = conds
+        new["status"] = st
+        if unschedulable is not None:
+            new = with_section(new, "spec", unschedulable=True if unschedulable else None)
+        self.put("Node", new)
+        return True
+
+    # -- applying a session's decisions ---------------------------------------------------
+
+    def apply(self, d: Decisions, now: float) -> Applied:
+        """Apply one session's decisions at time ``now``."""
+        out = Applied()
+        for key in sorted(d.evicted):
+            if self.delete_pod(key, now, "evict", self.eviction_grace):
+                out.evicted.append((key, d.eviction_reasons.get(key, "")))
+            else:
+                out.stale.append(key)
+        for key, node in sorted(d.bound.items()):
+            if self.bind_pod(key, node, now):
+                out.bound.append((key, node))
+            else:
+                out.stale.append(key)
+        for key, phase in sorted(d.podgroups.items()):
+            pg = self.get("PodGroup", key)
+            if pg is None:
+                continue
+            st = status(pg)
+            changes: dict[str, Any] = {}
+            if st.get("phase") != phase:
+                changes["phase"] = phase
+            conds = d.podgroup_conditions.get(key)
+            if conds:
+                merged = _merge_conditions(st.get("conditions"), conds, now)
+                if merged is not None:
+                    changes["conditions"] = merged
+            if changes:
+                new = dict(pg)
+                new["status"] = dict(st, **changes)
+                self.put("PodGroup", new)
+                out.podgroups_changed += 1
+        return out
+
+
+def _cond_sig(c: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    return (str(c.get("type")), str(c.get("status")), str(c.get("reason") or ""), str(c.get("message") or ""))
+
+
+def _merge_conditions(existing: Any, new: list[dict[str, Any]], now: float) -> list[dict[str, Any]] | None:
+    """Existing conditions updated with the session's; None when nothing changed in content
+    (the session's transition id alone is not a change)."""
+    current = [c for c in (existing or []) if isinstance(c, Mapping)]
+    by_type = {str(c.get("type")): c for c in current}
+    changed = False
+    for c in new:
+        t = str(c.get("type"))
+        old = by_type.get(t)
+        if old is not None and _cond_sig(old) == _cond_sig(c):
+            continue
+        changed = True
+        by_type[t] = {
+            "type": t,
+            "status": c.get("status"),
+            "reason": c.get("reason") or "",
+            "message": c.get("message") or "",
+            "transitionID": c.get("transitionID") or "",
+            "lastTransitionTime": iso(now),
+        }
+    if not changed:
+        return None
+    return [by_type[t] for t in sorted(by_type)]

@@ -1,0 +1,124 @@
+"""Binder: pods/binding under the QPS limit, assume until confirmed, forget on failure (K8S-2)."""
+
+from __future__ import annotations
+
+import time
+
+from builders import node, pod
+from kube_helpers import FAST_COMPONENTS, bound_nodes, fake_api, informers, kube_for, wait
+from tidesched.kube.binder import Binder
+from tidesched.kube.status import EventRecorder
+from tidesched.kube.store import POD, ClusterStore
+
+
+def _binder(api, store, qps: float = 0.0, burst: int = 1, **kw):
+    kube = kube_for(api, qps, burst)
+    rec = EventRecorder(kube_for(api), store, interval=60)
+    rec.start()
+    b = Binder(kube, store, rec, workers=kw.pop("workers", 4), **{**FAST_COMPONENTS["binder"], **kw})
+    b.start()
+    return b, rec
+
+
+def test_binds_are_assumed_then_confirmed_by_the_watch() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), node("n2")] + [pod(f"p{i}") for i in range(6)])
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            b, rec = _binder(api, store)
+            binds = {f"ns/p{i}": f"n{i % 2 + 1}" for i in range(6)}
+            assert b.submit(binds) == 6
+            assert b.drain(5)
+            assert all(api.binds[k] == 1 for k in binds)
+            assert {k: v for k, v in bound_nodes(api).items() if k in binds} == binds
+            # The watch brought the bound pods back: no assumption left, the cache is the API's truth.
+            assert wait(lambda: not store.assumed)
+            assert rec.flush(5)
+            scheduled = [e for e in api.list("Event") if e["reason"] == "Scheduled"]
+            assert len(scheduled) == 6 and scheduled[0]["source"]["component"] == "tidesched"
+            b.stop()
+            rec.stop()
+
+
+def test_submitting_again_while_in_flight_does_not_bind_twice() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), pod("a")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            b, rec = _binder(api, store)
+            assert b.submit({"ns/a": "n1"}) == 1
+            assert b.submit({"ns/a": "n1"}) == 0  # still assumed
+            assert b.drain(5)
+            assert wait(lambda: store.get(POD, "ns/a")["spec"].get("nodeName") == "n1")
+            assert b.submit({"ns/a": "n1"}) == 0  # already bound
+            assert api.count("POST", r"/binding$") == 1
+            b.stop()
+            rec.stop()
+
+
+def test_conflict_forgets_the_pod_and_writes_an_event() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), node("n2"), pod("a")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            # Someone else binds the pod between our decision and our call.
+            api.fail("POST", r"/pods/a/binding$", 409, times=1)
+            b, rec = _binder(api, store)
+            b.submit({"ns/a": "n1"})
+            assert b.drain(5)
+            assert b.failed == 1 and not store.is_assumed("ns/a")
+            assert rec.flush(5)
+            ev = [e for e in api.list("Event") if e["reason"] == "FailedScheduling"]
+            assert ev and "Binding rejected" in ev[0]["message"] and ev[0]["type"] == "Warning"
+            b.stop()
+            rec.stop()
+
+
+def test_5xx_is_retried_and_a_lost_reply_is_recognised() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), pod("a"), pod("b")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            api.fail("POST", r"/pods/a/binding$", 503, times=2)
+            # b's binding is carried out but the reply is lost; the retry meets 409 "already
+            # assigned" and reads the pod: bound to our node, so it is a success.
+            api.fail("POST", r"/pods/b/binding$", 0, times=1, after=True)
+            b, rec = _binder(api, store)
+            b.submit({"ns/a": "n1", "ns/b": "n1"})
+            assert b.drain(5)
+            assert b.bound == 2 and b.failed == 0
+            assert api.binds["ns/a"] == 1 and api.binds["ns/b"] == 1
+            b.stop()
+            rec.stop()
+
+
+def test_binding_a_recreated_pod_is_refused_by_uid() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), pod("a")])
+        stale = api.get("Pod", "ns/a")
+        api.delete("Pod", "ns/a")
+        api.create(pod("a"))  # same name, new UID; the cache below still has the old pod
+        store = ClusterStore()
+        store.replace(POD, {"ns/a": stale})
+        b, rec = _binder(api, store, workers=1)
+        b.submit({"ns/a": "n1"})
+        assert b.drain(5)
+        assert api.binds["ns/a"] == 0 and b.failed == 1 and not store.is_assumed("ns/a")
+        b.stop()
+        rec.stop()
+
+
+def test_binds_respect_the_qps_limit() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1")] + [pod(f"p{i}") for i in range(10)])
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            b, rec = _binder(api, store, qps=20, burst=1, workers=8)
+            t0 = time.monotonic()
+            b.submit({f"ns/p{i}": "n1" for i in range(10)})
+            assert b.drain(5)
+            # 10 calls at 20/s with a burst of 1: at least 9 intervals of 50 ms.
+            assert time.monotonic() - t0 >= 0.42
+            assert b.bound == 10
+            b.stop()
+            rec.stop()

@@ -1,0 +1,186 @@
+"""Status writes (status subresource, 409 retries, PodScheduled) and aggregated Events."""
+
+from __future__ import annotations
+
+import time
+
+from builders import node, pod, podgroup, queue
+from kube_helpers import fake_api, informers, kube_for, wait
+from tidesched.framework.session import Decisions
+from tidesched.kube.status import EventRecorder, StatusBatch, StatusWriter
+from tidesched.kube.store import PODGROUP, QUEUE, ClusterStore
+from tidesched.model.problems import Event
+
+
+def _decisions(**kw) -> Decisions:
+    base = dict(
+        bound={},
+        pipelined={},
+        evicted=[],
+        podgroups={},
+        podgroup_conditions={},
+        queue_allocated={},
+        events=[],
+    )
+    base.update(kw)
+    return Decisions(**base)
+
+
+UNSCHED = {
+    "type": "Unschedulable",
+    "status": "True",
+    "transitionID": "s1",
+    "reason": "NotEnoughResources",
+    "message": "1/2 tasks in gang unschedulable",
+}
+
+
+def test_podgroup_status_written_once_and_only_on_change() -> None:
+    with fake_api() as api:
+        api.create_many(
+            [
+                node("n1"),
+                podgroup("pg", 2, phase="Pending"),
+                pod("a", "pg", node="n1", phase="Running"),
+                pod("b", "pg"),
+            ]
+        )
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            w = StatusWriter(kube_for(api), store)
+            d = _decisions(podgroups={"ns/pg": "Inqueue"}, podgroup_conditions={"ns/pg": [UNSCHED]})
+            w.write(StatusBatch(d, {}))
+            st = api.get("PodGroup", "ns/pg")["status"]
+            assert st["phase"] == "Inqueue" and st["running"] == 1
+            assert (
+                st["conditions"][0]["reason"] == "NotEnoughResources"
+                and st["conditions"][0]["lastTransitionTime"]
+            )
+            # The next session says the same (new transition id): nothing to write — even before
+            # the watch has brought our own write back.
+            d2 = _decisions(
+                podgroups={"ns/pg": "Inqueue"},
+                podgroup_conditions={"ns/pg": [{**UNSCHED, "transitionID": "s2"}]},
+            )
+            w.write(StatusBatch(d2, {}))
+            assert wait(lambda: store.get(PODGROUP, "ns/pg")["status"].get("phase") == "Inqueue")
+            w.write(StatusBatch(d2, {}))
+            # Volcano's PodGroup CRD has no status subresource: one probe (404), then whole-object PUTs.
+            assert api.count("PUT", r"/podgroups/pg/status$", 404) == 1
+            assert api.count("PUT", r"/podgroups/pg$", 200) == 1
+            assert w.writes == 1
+
+
+def test_status_subresource_is_used_when_the_crd_has_one() -> None:
+    with fake_api(status_subresources=("queues", "podgroups")) as api:
+        api.create(podgroup("pg", 1, phase="Pending"))
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            w = StatusWriter(kube_for(api), store)
+            w.write(StatusBatch(_decisions(podgroups={"ns/pg": "Inqueue"}), {}))
+            assert api.count("PUT", r"/podgroups/pg/status$", 200) == 1
+            assert api.count("PUT", r"/podgroups/pg$") == 0
+            assert api.get("PodGroup", "ns/pg")["status"]["phase"] == "Inqueue"
+
+
+def test_conflict_rereads_and_retries() -> None:
+    with fake_api() as api:
+        api.create_many([podgroup("pg", 1, phase="Pending"), queue("q")])
+        stale = ClusterStore()
+        stale.replace(PODGROUP, {"ns/pg": api.get("PodGroup", "ns/pg")})
+        stale.replace(QUEUE, {"q": api.get("Queue", "q")})
+        # Another writer (Volcano's queue controller, say) changes both after our cache saw them.
+        api.update("PodGroup", "ns/pg", lambda o: o["status"].__setitem__("running", 0))
+        api.update("Queue", "q", lambda o: o.setdefault("status", {}).__setitem__("state", "Open"))
+        w = StatusWriter(kube_for(api), stale)
+        w.write(
+            StatusBatch(
+                _decisions(
+                    podgroups={"ns/pg": "Running"}, queue_allocated={"q": {"cpu": "2", "memory": "4Gi"}}
+                ),
+                {"q": {"NVIDIA-H200": "3"}},
+            )
+        )
+        assert w.conflicts == 1 and w.writes == 2  # the queue's; the PodGroup was re-read after the 404 probe
+        assert api.get("PodGroup", "ns/pg")["status"]["phase"] == "Running"
+        q = api.get("Queue", "q")["status"]
+        assert q["state"] == "Open"  # the other writer's field survives
+        assert q["allocated"] == {"cpu": "2", "memory": "4Gi", "NVIDIA-H200": "3"}
+
+
+def test_injected_409_is_retried() -> None:
+    with fake_api(status_subresources=("queues", "podgroups")) as api:
+        api.create(podgroup("pg", 1, phase="Pending"))
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            api.fail("PUT", r"/podgroups/pg/status$", 409, times=2)
+            w = StatusWriter(kube_for(api), store)
+            w.write(StatusBatch(_decisions(podgroups={"ns/pg": "Inqueue"}), {}))
+            assert w.conflicts == 2 and w.writes == 1
+            assert api.get("PodGroup", "ns/pg")["status"]["phase"] == "Inqueue"
+
+
+def test_pending_pod_gets_podscheduled_false_once() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), pod("p", "pg")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            w = StatusWriter(kube_for(api), store)
+            msg = "0/1 nodes are unavailable: 1 Insufficient cpu."
+            d = _decisions(events=[Event("Pod", "ns", "p", "Warning", "FailedScheduling", msg)])
+            w.write(StatusBatch(d, {}))
+            w.write(StatusBatch(d, {}))  # before the watch caught up
+            cond = api.get("Pod", "ns/p")["status"]["conditions"][0]
+            assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
+                "PodScheduled",
+                "False",
+                "Unschedulable",
+                msg,
+            )
+            assert wait(lambda: store.get("Pod", "ns/p")["status"].get("conditions"))
+            w.write(StatusBatch(d, {}))
+            assert api.count("PATCH", r"/pods/p/status$") == 1
+
+
+def test_writer_thread_keeps_only_the_latest_batch() -> None:
+    with fake_api() as api:
+        api.create(podgroup("pg", 1, phase="Pending"))
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            w = StatusWriter(kube_for(api), store)
+            w.start()
+            for phase in ("Inqueue", "Running", "Running", "Running"):
+                w.submit(StatusBatch(_decisions(podgroups={"ns/pg": phase}), {}))
+            assert w.flush(5)
+            assert api.get("PodGroup", "ns/pg")["status"]["phase"] == "Running"
+            assert api.count("PUT", r"/podgroups/pg/status$") <= 2
+            w.stop()
+
+
+def test_events_are_aggregated_per_object_and_reason() -> None:
+    with fake_api() as api:
+        api.create_many([pod("p"), queue("q"), podgroup("pg")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            rec = EventRecorder(kube_for(api), store, interval=0.3)
+            rec.start()
+            for i in range(5):  # five sessions in a row say the pod is pending
+                rec.record(
+                    "Pod", "ns", "p", "Warning", "FailedScheduling", f"0/1 nodes are unavailable ({i})"
+                )
+            rec.record("Queue", "", "q", "Warning", "QuotaExceeded", "queue q is full")
+            rec.record("PodGroup", "ns", "pg", "Warning", "Unschedulable", "gang")
+            rec.record("PodGroup", "ns", "podgroup-synthesised", "Warning", "Unschedulable", "no such object")
+            assert rec.flush(5)
+            evs = {e["involvedObject"]["name"]: e for e in api.list("Event")}
+            assert set(evs) == {"p", "q", "pg"}
+            # One Event object carrying the count, not five.
+            assert evs["p"]["count"] == 5 and api.count("POST", r"/events$") == 3
+            assert evs["q"]["metadata"]["namespace"] == "default"  # cluster-scoped object
+            time.sleep(0.35)
+            rec.record("Pod", "ns", "p", "Warning", "FailedScheduling", "0/1 nodes are unavailable (5)")
+            assert rec.flush(5)
+            e = api.get("Event", f"ns/{evs['p']['metadata']['name']}")
+            assert e["count"] == 6 and e["message"].endswith("(5)")
+            assert api.count("PATCH", r"/events/") == 1
+            rec.stop()

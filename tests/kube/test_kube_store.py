@@ -1,0 +1,117 @@
+"""Informers against the fake API: list then watch, pages, bookmarks, 410 relist, errors (K8S-1)."""
+
+from __future__ import annotations
+
+from builders import node, pod, podgroup, queue
+from kube_helpers import fake_api, informers, wait
+from tidesched.kube.store import NODE, POD, PODGROUP, QUEUE, ClusterStore
+
+
+def test_list_then_watch_follows_adds_updates_deletes() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), node("n2"), queue("q"), podgroup("pg"), pod("a", "pg")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            # List items of built-in kinds come without kind: the store puts it back for the core.
+            assert store.get(NODE, "n1")["kind"] == "Node"
+            assert store.get(POD, "ns/a")["kind"] == "Pod"
+            assert store.get(QUEUE, "q") is not None and store.get(PODGROUP, "ns/pg") is not None
+            api.create(node("n3"))
+            api.update("Pod", "ns/a", lambda p: p["spec"].__setitem__("nodeName", "n1"))
+            api.delete("Node", "n2")
+            assert wait(
+                lambda: (
+                    store.get(NODE, "n3") is not None
+                    and store.get(NODE, "n2") is None
+                    and store.get(POD, "ns/a")["spec"].get("nodeName") == "n1"
+                )
+            )
+        # Exactly one list per resource type; everything else came over the watch.
+        assert api.count("GET", r"^/api/v1/nodes$") >= 2  # the list + at least one watch
+
+
+def test_list_in_pages_and_only_whole_lists_enter_the_cache() -> None:
+    with fake_api() as api:
+        api.create_many([node(f"n{i}") for i in range(7)])
+        with informers(api, page_size=3) as (store, _):
+            assert store.wait_synced(5)
+            assert len(store.items(NODE)) == 7
+        assert api.count("GET", r"^/api/v1/nodes$") >= 3  # 3 + 3 + 1 items
+
+
+def test_bookmarks_advance_the_resource_version() -> None:
+    with fake_api(bookmark_interval=0.05) as api:
+        api.create(node("n1"))
+        with informers(api) as (store, infs):
+            assert store.wait_synced(5)
+            inf = next(i for i in infs if i.rtype.kind == NODE)
+            start = int(inf.resource_version)
+            api.create_many([pod(f"p{i}") for i in range(5)])  # other kinds move the global version
+            assert wait(lambda: int(inf.resource_version) >= start + 5)
+            assert store.get(NODE, "n1") is not None
+
+
+def test_410_gone_relists_and_replaces_the_cache() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), node("n2")])
+        with informers(api) as (store, infs):
+            assert store.wait_synced(5)
+            inf = next(i for i in infs if i.rtype.kind == NODE)
+            # Changes the watch never delivers: history compacted, every open watch gets 410.
+            api.expire_watches()
+            api.create(node("n3"))
+            api.delete("Node", "n1")
+            api.compact()
+            assert wait(lambda: sorted(n["metadata"]["name"] for n in store.items(NODE)) == ["n2", "n3"])
+            assert inf.relists >= 1
+
+
+def test_5xx_and_dropped_connections_reconnect_without_losing_events() -> None:
+    with fake_api() as api:
+        api.create(node("n1"))
+        api.fail("GET", r"^/api/v1/nodes$", 503, times=3)  # the first lists fail
+        with informers(api) as (store, infs):
+            assert store.wait_synced(5)
+            inf = next(i for i in infs if i.rtype.kind == NODE)
+            assert inf.errors >= 3
+            rv = inf.resource_version
+            api.drop_watches()  # cut mid-stream, no proper end of the chunked body
+            api.create(node("n2"))
+            assert wait(lambda: store.get(NODE, "n2") is not None)
+            assert inf.relists == 0 and int(inf.resource_version) > int(rv)  # resumed, not relisted
+
+
+def test_not_synced_until_every_kind_listed() -> None:
+    with fake_api() as api:
+        api.create(node("n1"))
+        api.fail("GET", r"^/apis/scheduling.volcano.sh/v1beta1/queues$", 500, times=10**6)
+        with informers(api) as (store, _):
+            assert wait(lambda: store.get(NODE, "n1") is not None)
+            assert not store.synced()
+            assert not store.wait_synced(0.3)
+            api.faults.clear()
+            assert store.wait_synced(5)
+
+
+def test_snapshot_overlays_assumed_and_releasing_pods() -> None:
+    store = ClusterStore()
+    a, b = pod("a"), pod("b", node="n1", phase="Running")
+    for p in (a, b):
+        p["metadata"]["uid"] = "uid-" + p["metadata"]["name"]
+    store.replace(POD, {"ns/a": a, "ns/b": b})
+    assert store.assume("ns/a", "n2", "uid-a") and not store.assume("ns/a", "n3", "uid-a")
+    assert store.mark_releasing("ns/b", ttl=60)
+    snap = {o["metadata"]["name"]: o for o in store.snapshot_objects() if o.get("kind", "Pod") == "Pod"}
+    assert snap["a"]["spec"]["nodeName"] == "n2" and "nodeName" not in a["spec"]  # a copy, not mutated
+    assert snap["b"]["metadata"].get("deletionTimestamp")
+    # The watch confirms: the overlay goes, the API object is the truth.
+    bound = {**a, "spec": {**a["spec"], "nodeName": "n2"}}
+    store.apply(POD, "MODIFIED", "ns/a", bound)
+    assert not store.is_assumed("ns/a")
+    store.apply(POD, "DELETED", "ns/b", b)
+    assert "ns/b" not in store.releasing
+    # A failed bind is forgotten: the pod is pending again in the next snapshot.
+    store.replace(POD, {"ns/a": a})
+    store.assume("ns/a", "n2", "uid-a")
+    store.forget("ns/a")
+    assert "nodeName" not in store.snapshot_objects()[-1]["spec"]
