@@ -408,13 +408,6 @@ def test_card_request_checked_even_without_min_resources_hook_level() -> None:
     assert plugin.job_enqueueable(job) == REJECT
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "framework bug: actions/enqueue.py admits a job with minResources unset without asking "
-        "JobEnqueueable, so card.request is not checked (DEC-5)"
-    ),
-)
 def test_card_request_checked_even_without_min_resources_end_to_end() -> None:
     pg = podgroup("big", queue="q1", phase="Pending")
     pg["metadata"]["annotations"] = {"volcano.sh/card.request": '{"NVIDIA-H200":2}'}

@@ -37,8 +37,7 @@ def _pending_best_effort(ssn: "Session") -> list["TaskInfo"]:
                 continue
             if task.status == TaskStatus.PIPELINED:
                 # A pipelined best-effort task is placed afresh: it needs no resources.
-                ssn.move_task(task, TaskStatus.PENDING, "")
-                ssn.fire_deallocate(task)
+                ssn.unplace_task(task)
             if task.status == TaskStatus.PENDING:
                 best_effort.append(task)
         if not best_effort:

@@ -1,7 +1,8 @@
 """enqueue (ACT-1): move Pending PodGroups to Inqueue when the JobEnqueueable plugins allow.
 
 Queues take turns in QueueOrder, each contributing its best Pending job (JobOrder) per turn,
-so one busy queue cannot starve the admission of others (Volcano actions/enqueue).
+so one busy queue cannot starve the admission of others (Volcano actions/enqueue). Unlike
+Volcano, JobEnqueueable is asked even for a job without minResources (see below).
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ def execute(ssn: "Session") -> None:
         if jobs is None or jobs.empty():
             continue
         job = jobs.pop()
-        if job.min_resources is None or ssn.job_enqueueable(job):
+        # Volcano skips the plugins when minResources is unset; the plugins here permit such
+        # a job themselves, so asking them always lets capacity-card check card.request
+        # (DEC-5) and capacity refuse a non-leaf or closed queue with a reason.
+        if ssn.job_enqueueable(job):
             ssn.job_enqueued(job)
             job.phase = PodGroupPhase.INQUEUE
             job.enqueued_this_session = True

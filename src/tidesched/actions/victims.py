@@ -163,8 +163,7 @@ class TentativeEvictions:
 
     def remove(self, task: "TaskInfo") -> None:
         self._prev[task.uid] = (task, task.status, task.node_name)
-        self.ssn.move_task(task, TaskStatus.PENDING, "")
-        self.ssn.fire_deallocate(task)
+        self.ssn.unplace_task(task)
 
     def restore(self, task: "TaskInfo") -> None:
         _task, status, node = self._prev.pop(task.uid)

@@ -566,6 +566,13 @@ class Session:
             if i is not None:
                 table.add_task(i, task)
 
+    def unplace_task(self, task: TaskInfo) -> None:
+        """Take a placed task back to Pending. The deallocate handlers run while the task
+        still names its node, as in Volcano's unallocate/unpipeline; then the name goes."""
+        self.move_task(task, TaskStatus.PENDING, task.node_name)
+        self.fire_deallocate(task)
+        task.node_name = ""
+
     def fire_allocate(self, task: TaskInfo) -> None:
         for h in self.event_handlers:
             if h.allocate is not None:

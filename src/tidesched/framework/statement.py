@@ -49,8 +49,7 @@ class Statement:
                 ssn.move_task(task, prev, task.node_name)
                 ssn.fire_allocate(task)
             else:
-                ssn.move_task(task, TaskStatus.PENDING, "")
-                ssn.fire_deallocate(task)
+                ssn.unplace_task(task)
         self.operations.clear()
 
     def commit(self) -> None:
