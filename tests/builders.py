@@ -68,3 +68,58 @@ tiers:
   - name: predicates
   - name: nodeorder
 """
+
+
+# -- card-model objects (capacity-card) -------------------------------------------------
+
+def card_node(
+    name: str, model: str, cards: int = 8, resource: str = "nvidia.com/gpu", **extra: str
+) -> dict[str, Any]:
+    n = node(name, cpu="64", memory="256Gi")
+    n["metadata"]["labels"] = {"nvidia.com/gpu.product": model, "nvidia.com/gpu.memory": "81920"}
+    n["status"]["allocatable"][resource] = str(cards)
+    n["status"]["allocatable"].update(extra)
+    return n
+
+
+def card_queue(name: str, quota: str | None, cpu: str | None = "8", **spec: Any) -> dict[str, Any]:
+    q = queue(name, weight=1, **spec)
+    if cpu is not None:
+        q["spec"]["capability"] = {"cpu": cpu, "memory": "16Gi"}
+    if quota is not None:
+        q["metadata"]["annotations"] = {"volcano.sh/card.quota": quota}
+    return q
+
+
+def card_pod(
+    name: str,
+    model: str | None,
+    gpus: int = 1,
+    queue_name: str | None = None,
+    group: str | None = None,
+    node_name: str = "",
+    phase: str = "Pending",
+    resource: str = "nvidia.com/gpu",
+    owner: str | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
+    ann: dict[str, str] = {}
+    if model is not None:
+        ann["volcano.sh/card.name"] = model
+    if queue_name is not None:
+        ann["scheduling.volcano.sh/queue-name"] = queue_name
+    ann.update(kw.pop("annotations", {}))
+    p = pod(
+        name,
+        group=group,
+        cpu="100m",
+        memory="128Mi",
+        annotations=ann,
+        node=node_name,
+        phase=phase,
+        extra_requests={resource: str(gpus)} if gpus else None,
+        **kw,
+    )
+    if owner:
+        p["metadata"]["ownerReferences"] = [{"kind": owner, "name": f"{name}-owner"}]
+    return p

@@ -20,10 +20,6 @@ from tidesched.sim import runner as sim_runner
 from tidesched.sim.scenario import Scenario, load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
-HAS_CAPACITY_CARD = (REPO / "src" / "tidesched" / "plugins" / "capacity_card.py").exists()
-needs_capacity_card = pytest.mark.skipif(
-    not HAS_CAPACITY_CARD, reason="plugins/capacity_card.py is not there yet"
-)
 
 CARD_CONFIG = """
 actions: "enqueue, allocate, backfill, reclaim"
@@ -390,7 +386,6 @@ def card_scenario(tmp_path: Path, events: list[dict[str, Any]]) -> Scenario:
     return load(tmp_path, scenario_doc(scheduler={"config": CARD_CONFIG}, objects=objs, events=events))
 
 
-@needs_capacity_card
 def test_card_quota_overcommit_by_a_decision_is_a_violation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -418,7 +413,6 @@ def test_card_quota_overcommit_by_a_decision_is_a_violation(
     assert "queue online holds" in msg and "NVIDIA-H200 cards, quota 8" in msg
 
 
-@needs_capacity_card
 def test_reclaim_policy_violations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def bad_reclaims(d: Decisions, snapshot: Any, t: float) -> None:
         if t == 600:

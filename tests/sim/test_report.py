@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("matplotlib")
-
-from tidesched.sim.report import MAX_POINTS, render_html  # noqa: E402
+from tidesched.sim import bundled_example, simulate
+from tidesched.sim.report import MAX_POINTS, render_html
 
 H200 = "NVIDIA-H200"
 MIG = "NVIDIA-H200/mig-1g.18gb-mixed"
@@ -216,13 +215,9 @@ def test_large_run_is_downsampled() -> None:
 
 
 def test_engine_result_of_the_bundled_example_renders() -> None:
-    """End to end with the real engine, when it is there."""
-    sim = pytest.importorskip("tidesched.sim")
-    example = sim.bundled_example()
-    if not example.is_file():
-        pytest.skip(f"bundled example missing at {example}")
-    result = sim.simulate(example)
+    """End to end with the real engine."""
+    result = simulate(bundled_example())
     page = render_html(result)
     assert _svg_count(page) == 4
     assert result["scenario"] in page
-    assert page == render_html(sim.simulate(example))  # same scenario, same seed: same bytes
+    assert page == render_html(simulate(bundled_example()))  # same scenario, same seed: same bytes

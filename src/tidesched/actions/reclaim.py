@@ -17,9 +17,15 @@ Rules (Volcano actions/reclaim, restated):
   does not fit the node's FutureIdle (idle resources count, so an eviction is only made
   when needed) → pipeline the task. The first node that works is taken; a node that does
   not work has its evictions undone.
+* The task is pipelined only while ``Allocatable(queue, task)`` holds after the evictions
+  (REL-2: evicting from another queue must not push the reclaimer's queue over its quota).
 * The job's Statement is committed if JobPipelined holds afterwards, else discarded.
 * Arguments: ``predicateErrorCacheEnable`` is accepted and ignored (predicate results are
-  exact per call).
+  exact per call). ``enableGangSafeReclaim`` (default true, tidesched's own) chooses victims
+  as whole gangs (TIDE-6, see ``gang_victims``); false gives Volcano's per-node, per-task
+  eviction. In gang-safe mode a task that fits some node's FutureIdle only thanks to
+  releasing resources — typically cards freed by a gang broken for an earlier task — is
+  pipelined there without evicting anything, on the best such node by NodeOrder.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tidesched.actions import register_action
+from tidesched.actions.gang_victims import GangVictims
 from tidesched.actions.victims import (
     candidate_nodes,
     eviction_reason,
@@ -36,6 +43,7 @@ from tidesched.actions.victims import (
     order_victims,
     validate_victims,
 )
+from tidesched.framework.placement import best_node
 from tidesched.framework.session import PriorityQueue
 from tidesched.framework.statement import Statement
 from tidesched.model.status import TaskStatus
@@ -49,7 +57,9 @@ ACTION = "reclaim"
 
 @register_action(ACTION)
 def execute(ssn: "Session") -> None:
-    ssn.config.action_arguments(ACTION).get_bool("predicateErrorCacheEnable", True)  # validated only
+    arguments = ssn.config.action_arguments(ACTION)
+    arguments.get_bool("predicateErrorCacheEnable", True)  # validated only
+    reclaim_task = reclaim_whole_gangs if arguments.get_bool("enableGangSafeReclaim", True) else reclaim_for_task
     queues = PriorityQueue(ssn.queue_order_less)
     seen: set[str] = set()
     reclaimer_jobs: dict[str, PriorityQueue] = {}
@@ -90,7 +100,7 @@ def execute(ssn: "Session") -> None:
                 continue
             if ssn.pre_predicate(task):
                 continue
-            reclaim_for_task(ssn, stmt, queue, job, task)
+            reclaim_task(ssn, stmt, queue, job, task)
         if ssn.job_pipelined(job):
             stmt.commit()
         else:
@@ -132,7 +142,54 @@ def reclaim_for_task(
             if table.fits_row(task, table.future_idle[row]):
                 break
             node_stmt.evict(victim, eviction_reason(ACTION, task, node))
-        if table.fits_row(task, table.future_idle[row]):
+        if table.fits_row(task, table.future_idle[row]) and ssn.allocatable(queue, task):
+            node_stmt.pipeline(task, node)
+            stmt.merge(node_stmt)
+            return True
+        node_stmt.discard()
+    return False
+
+
+def reclaim_whole_gangs(
+    ssn: "Session", stmt: Statement, queue: "QueueInfo", job: "JobInfo", task: "TaskInfo"
+) -> bool:
+    """Gang-safe reclaim for one task (TIDE-6, DEC-8): pipeline onto room already free or
+    being freed; otherwise evict the cheapest plan over all candidate nodes, breaking whole
+    jobs only. Returns whether the task was pipelined."""
+    table = ssn.table
+    pred = ssn.predicate(task)
+    # Room being freed (by a gang broken for an earlier task) is taken first; room that is
+    # idle now is left to allocate, as in Volcano's reclaim.
+    fits = pred.passed & table.fits(task, table.future_idle) & ~table.fits(task, table.idle)
+    if fits.any():
+        if not ssn.allocatable(queue, task):
+            return False
+        row = best_node(ssn, task, fits)
+        assert row is not None
+        stmt.pipeline(task, table.names[row])
+        return True
+    planner = GangVictims(ssn, task)
+    plans = []
+    for row in (int(r) for r in np.flatnonzero(candidate_nodes(ssn, task, pred))):
+        reclaimees = _reclaimees(ssn, job, row)
+        if not reclaimees:
+            continue
+        victims = ssn.reclaimable(task, reclaimees)
+        if not victims or not validate_victims(ssn, task, row, victims):
+            continue
+        plan = planner.plan(row, order_victims(ssn, victims, task))
+        if plan is not None:
+            plans.append(plan)
+    for plan in sorted(plans, key=lambda p: p.cost):
+        node = table.names[plan.row]
+        node_stmt = Statement(ssn)
+        reason = eviction_reason(ACTION, task, node)
+        for victim in plan.evictions(planner):
+            why = reason
+            if victim.job in {j.uid for j in plan.broken}:
+                why = f"{reason}; whole job {ssn.jobs[victim.job].key} evicted (gang-safe reclaim)"
+            node_stmt.evict(victim, why)
+        if table.fits_row(task, table.future_idle[plan.row]) and ssn.allocatable(queue, task):
             node_stmt.pipeline(task, node)
             stmt.merge(node_stmt)
             return True

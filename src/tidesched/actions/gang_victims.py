@@ -1,0 +1,194 @@
+"""Gang-safe victim choice for reclaim (TIDE-6, DEC-8).
+
+Volcano evicts victims one task at a time, so reclaiming from ten gangs can take one pod from
+each and kill all ten (its issues #4607, #5994). Here a victim job is treated as a unit:
+
+* A job's **surplus** pods — those above ``max(minAvailable, 1)`` among its occupied pods —
+  can be evicted one by one without breaking it.
+* Taking more than the surplus **breaks** the job: then every occupied pod of it is evicted,
+  on every node, and all the resources it frees count (on the reclaimer's node now, on the
+  other nodes for the reclaimer's next tasks). A job can be broken only when every one of
+  its occupied pods is Running and acceptable as a victim to the Reclaimable plugins.
+
+For one reclaimer task and one node, a **plan** is the set of evictions that makes the task
+fit the node's FutureIdle. Plans are compared lexicographically (DEC-8): the highest
+priority among the jobs broken (none broken beats any), then the number of jobs broken,
+then the number of pods evicted, then the most recently started jobs, then the job names,
+then the node name. Surplus pods are used before any job is broken and dropped again when
+a broken job freed enough; jobs are added lowest priority first, so a higher-priority job
+is never broken while lower-priority ones would do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tidesched.model.status import ALLOCATED_STATUSES, TaskStatus
+
+if TYPE_CHECKING:
+    from tidesched.framework.session import Session
+    from tidesched.model.infos import JobInfo, TaskInfo
+
+# Sorts before any real priority: a plan that breaks no job.
+_NO_JOB = float("-inf")
+
+
+@dataclass
+class Plan:
+    """Evictions that make one reclaimer task fit one node."""
+
+    row: int
+    cost: tuple
+    surplus: list["TaskInfo"] = field(default_factory=list)
+    broken: list["JobInfo"] = field(default_factory=list)
+
+    def evictions(self, victims: "GangVictims") -> list["TaskInfo"]:
+        """Every task the plan evicts, surplus pods first, each once, in key order per job."""
+        out = list(self.surplus)
+        seen = {t.uid for t in out}
+        for job in self.broken:
+            for t in victims.occupied(job):
+                if t.uid not in seen:
+                    seen.add(t.uid)
+                    out.append(t)
+        return out
+
+
+class GangVictims:
+    """Plans for one reclaimer task; caches what does not change while it is planned for."""
+
+    def __init__(self, ssn: "Session", reclaimer: "TaskInfo") -> None:
+        self.ssn = ssn
+        self.reclaimer = reclaimer
+        self._occupied: dict[str, list["TaskInfo"]] = {}
+        self._breakable: dict[str, bool] = {}
+
+    # -- facts about victim jobs ---------------------------------------------------------
+
+    def occupied(self, job: "JobInfo") -> list["TaskInfo"]:
+        """The job's tasks that hold node resources, in key order."""
+        got = self._occupied.get(job.uid)
+        if got is None:
+            got = sorted((t for t in job.tasks.values() if t.status in ALLOCATED_STATUSES), key=lambda t: t.key)
+            self._occupied[job.uid] = got
+        return got
+
+    def surplus_count(self, job: "JobInfo") -> int:
+        return max(0, len(self.occupied(job)) - max(job.min_available, 1))
+
+    def breakable(self, job: "JobInfo") -> bool:
+        ok = self._breakable.get(job.uid)
+        if ok is None:
+            tasks = self.occupied(job)
+            ok = bool(tasks) and all(t.status == TaskStatus.RUNNING and t.preemptable for t in tasks)
+            if ok:
+                accepted = {t.uid for t in self.ssn.reclaimable(self.reclaimer, list(tasks))}
+                ok = all(t.uid in accepted for t in tasks)
+            self._breakable[job.uid] = ok
+        return ok
+
+    def started(self, job: "JobInfo") -> float:
+        """When the job started: its earliest running pod (else its PodGroup's creation)."""
+        starts = [t.start_time for t in self.occupied(job) if t.start_time]
+        return min(starts) if starts else job.creation
+
+    def freed_on(self, job: "JobInfo", row: int) -> np.ndarray:
+        node = self.ssn.table.names[row]
+        total = np.zeros(len(self.ssn.table.dims))
+        for t in self.occupied(job):
+            if t.node_name == node:
+                assert t.req_vec is not None
+                total += t.req_vec
+        return total
+
+    # -- planning ------------------------------------------------------------------------
+
+    def plan(self, row: int, victims: list["TaskInfo"]) -> Plan | None:
+        """The cheapest plan on ``row`` using ``victims`` (the node's reclaimable tasks, in
+        eviction order), or None when even breaking every breakable job there is not enough."""
+        ssn, task = self.ssn, self.reclaimer
+        table = ssn.table
+        by_job: dict[str, list["TaskInfo"]] = {}
+        for v in victims:
+            by_job.setdefault(v.job, []).append(v)
+        surplus: list["TaskInfo"] = []
+        for uid, tasks in by_job.items():
+            job = ssn.jobs[uid]
+            surplus.extend(tasks[: self.surplus_count(job)])
+        order = {v.uid: i for i, v in enumerate(victims)}
+        surplus.sort(key=lambda t: order[t.uid])
+
+        base = table.future_idle[row].copy()
+        avail = base.copy()
+        used: list["TaskInfo"] = []
+        for t in surplus:
+            if table.fits_row(task, avail):
+                break
+            assert t.req_vec is not None
+            avail += t.req_vec
+            used.append(t)
+        if table.fits_row(task, avail):
+            return Plan(row, (_NO_JOB, 0, len(used), (), (), table.names[row]), surplus=used)
+
+        jobs = [ssn.jobs[uid] for uid in by_job if self.breakable(ssn.jobs[uid])]
+        if not jobs:
+            return None
+        freed = {j.uid: self.freed_on(j, row) for j in jobs}
+        all_surplus = base + sum((t.req_vec for t in surplus), np.zeros_like(base))
+        for limit in sorted({j.priority for j in jobs}):
+            pool = [j for j in jobs if j.priority <= limit]
+            if not table.fits_row(task, all_surplus + sum((freed[j.uid] for j in pool), np.zeros_like(base))):
+                continue
+            return self._plan_breaking(row, base, surplus, pool, freed)
+        return None
+
+    def _plan_breaking(
+        self,
+        row: int,
+        base: np.ndarray,
+        surplus: list["TaskInfo"],
+        pool: list["JobInfo"],
+        freed: dict[str, np.ndarray],
+    ) -> Plan:
+        """Break as few jobs of ``pool`` as greedy choice finds (the pool with all surplus
+        pods is known to be enough), then drop the surplus pods that are not needed."""
+        task, table = self.reclaimer, self.ssn.table
+        need = task.check_cols
+        assert need is not None
+        chosen: list["JobInfo"] = []
+        avail = base + sum((t.req_vec for t in surplus), np.zeros_like(base))
+        left = list(pool)
+        while not table.fits_row(task, avail):
+            deficit = np.maximum(need - avail, 0.0)
+            scale = np.where(deficit > 0, deficit, 1.0)
+
+            def value(j: "JobInfo") -> tuple:
+                covered = float(np.sum(np.minimum(freed[j.uid], deficit) / scale))
+                return (-covered, j.priority, len(self.occupied(j)), -self.started(j), j.key)
+
+            best = min(left, key=value)
+            left.remove(best)
+            chosen.append(best)
+            avail = avail + freed[best.uid]
+        broken_uids = {j.uid for j in chosen}
+        kept = [t for t in surplus if t.job not in broken_uids]
+        # Drop surplus pods, the last in eviction order first, while the task still fits.
+        for t in reversed(list(kept)):
+            assert t.req_vec is not None
+            if table.fits_row(task, avail - t.req_vec):
+                avail = avail - t.req_vec
+                kept.remove(t)
+        chosen.sort(key=lambda j: j.key)
+        pods = len(kept) + sum(len(self.occupied(j)) for j in chosen)
+        cost = (
+            max(j.priority for j in chosen),
+            len(chosen),
+            pods,
+            tuple(sorted(-self.started(j) for j in chosen)),
+            tuple(j.key for j in chosen),
+            table.names[row],
+        )
+        return Plan(row, cost, surplus=kept, broken=chosen)

@@ -1,0 +1,303 @@
+"""Gang-safe reclaim (TIDE-6, DEC-8): inference takes cards back from training by whole jobs,
+breaking as few and as low-priority jobs as it can, and never leaves one below minAvailable.
+
+The configuration is seed 000's (tidal preemption) with the bundled example's one change
+(gang does not vote on starving, so a Deployment can reclaim for every replica)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders import card_node, card_pod, card_queue, podgroup
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tidesched.framework.plugin import PLUGINS, Plugin
+from tidesched.framework.session import Decisions
+from tidesched.model.snapshot import build_snapshot
+from tidesched.scheduler import config_from_text, open_session
+
+H200 = "NVIDIA-H200"
+
+
+def tidal_config(gang_safe: bool = True, extra_plugin: str = "") -> str:
+    return f"""
+actions: "enqueue, allocate, backfill, reclaim"
+configurations:
+- name: reclaim
+  arguments: {{enableGangSafeReclaim: {str(gang_safe).lower()}}}
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enableReclaimable: false
+    enableJobStarving: false
+  - name: conformance
+    enableReclaimable: false
+- plugins:
+  - name: predicates
+  - name: capacity-card
+    arguments:
+      overCommitFactor: 2
+      cardUnlimitedCpuMemory: true
+  - name: nodeorder
+{extra_plugin}"""
+
+
+def queues(inference_cards: int = 64) -> list[dict[str, Any]]:
+    return [
+        card_queue("q-inference", f'{{"{H200}":{inference_cards}}}', cpu=None, priority=80000, reclaimable=False),
+        card_queue("q-training", f'{{"{H200}":1000}}', cpu=None, priority=20000, reclaimable=True),
+        {"kind": "PriorityClass", "metadata": {"name": "low"}, "value": 100},
+        {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 10000},
+    ]
+
+
+def training(
+    name: str,
+    pods: list[tuple[str, int]],
+    min_member: int,
+    priority_class: str | None = None,
+    started: str = "2026-01-01T00:00:00Z",
+    protected: tuple[int, ...] = (),
+) -> list[dict[str, Any]]:
+    """A running training job: one pod per (node, cards) entry."""
+    pg = podgroup(name, min_member, queue="q-training", phase="Running")
+    pg["metadata"]["annotations"] = {"volcano.sh/service.type": "training", "volcano.sh/preemptable": "true"}
+    if priority_class:
+        pg["spec"]["priorityClassName"] = priority_class
+    out = [pg]
+    for i, (node_name, cards) in enumerate(pods):
+        ann = {"volcano.sh/preemptable": "false" if i in protected else "true"}
+        p = card_pod(f"{name}-{i}", H200, cards, group=name, node_name=node_name, phase="Running", annotations=ann)
+        p["status"]["startTime"] = started
+        if priority_class:
+            p["spec"]["priorityClassName"] = priority_class
+        out.append(p)
+    return out
+
+
+def inference(name: str, replicas: int, cards: int) -> list[dict[str, Any]]:
+    pg = podgroup(name, 1, queue="q-inference", phase="Inqueue")
+    pg["metadata"]["annotations"] = {"volcano.sh/service.type": "inference"}
+    return [pg] + [card_pod(f"{name}-{i}", H200, cards, group=name) for i in range(replicas)]
+
+
+def run(objs: list[dict[str, Any]], config: str | None = None) -> Decisions:
+    ssn = open_session(build_snapshot(objs), config_from_text(config or tidal_config()))
+    return ssn.run()
+
+
+def nodes(*names: str) -> list[dict[str, Any]]:
+    return [card_node(n, H200) for n in names]
+
+
+# ------------------------------------------------------------------------------ whole gangs
+
+
+def test_a_gang_spread_over_two_nodes_is_evicted_whole() -> None:
+    objs = nodes("n1", "n2") + queues() + training("train", [("n1", 8), ("n2", 8)], 2) + inference("chat", 1, 8)
+    out = run(objs)
+    assert sorted(out.evicted) == ["ns/train-0", "ns/train-1"]
+    assert out.pipelined == {"ns/chat-0": "n1"}
+    assert "whole job ns/train evicted" in out.eviction_reasons["ns/train-1"]
+
+
+def test_volcano_mode_breaks_the_gang_one_pod_at_a_time() -> None:
+    """enableGangSafeReclaim: false keeps Volcano's behaviour (the bug TIDE-6 fixes)."""
+    objs = nodes("n1", "n2") + queues() + training("train", [("n1", 8), ("n2", 8)], 2) + inference("chat", 1, 8)
+    out = run(objs, tidal_config(gang_safe=False))
+    assert list(out.evicted) == ["ns/train-0"]
+
+
+def test_the_next_replica_takes_the_cards_the_broken_gang_frees_elsewhere() -> None:
+    objs = (
+        nodes("n1", "n2", "n3")
+        + queues()
+        + training("train", [("n1", 8), ("n2", 8)], 2)
+        + training("other", [("n3", 8)], 1, priority_class="high")
+        + inference("chat", 2, 8)
+    )
+    out = run(objs)
+    assert sorted(out.evicted) == ["ns/train-0", "ns/train-1"]
+    assert out.pipelined == {"ns/chat-0": "n1", "ns/chat-1": "n2"}
+
+
+def test_only_what_the_reclaimer_needs_beyond_whole_jobs() -> None:
+    objs = (
+        nodes("n1", "n2")
+        + queues()
+        + training("a", [("n1", 4)], 1)
+        + training("b", [("n1", 4)], 1)
+        + training("c", [("n2", 8)], 1)
+        + inference("chat", 1, 4)
+    )
+    out = run(objs)
+    assert list(out.evicted) == ["ns/a-0"]
+
+
+# ------------------------------------------------------------------------------ DEC-8 choice
+
+
+def test_a_lower_priority_job_is_broken_before_a_higher_priority_one() -> None:
+    objs = (
+        nodes("n1", "n2")
+        + queues()
+        + training("important", [("n1", 8)], 1, priority_class="high")
+        + training("filler", [("n2", 8)], 1, priority_class="low")
+        + inference("chat", 1, 8)
+    )
+    out = run(objs)
+    assert list(out.evicted) == ["ns/filler-0"]
+    assert out.pipelined == {"ns/chat-0": "n2"}
+
+
+def test_fewer_jobs_are_broken_before_fewer_pods() -> None:
+    objs = (
+        nodes("n1", "n2")
+        + queues()
+        + training("a", [("n1", 4)], 1)
+        + training("b", [("n1", 4)], 1)
+        + training("big", [("n2", 2), ("n2", 2), ("n2", 2), ("n2", 2)], 4)
+        + inference("chat", 1, 8)
+    )
+    out = run(objs)
+    assert sorted(out.evicted) == [f"ns/big-{i}" for i in range(4)]
+
+
+def test_the_most_recently_started_job_goes_first() -> None:
+    objs = (
+        nodes("n1", "n2")
+        + queues()
+        + training("old", [("n1", 8)], 1, started="2026-01-01T00:00:00Z")
+        + training("new", [("n2", 8)], 1, started="2026-01-02T00:00:00Z")
+        + inference("chat", 1, 8)
+    )
+    assert list(run(objs).evicted) == ["ns/new-0"]
+
+
+def test_surplus_pods_go_before_any_job_is_broken() -> None:
+    objs = (
+        nodes("n1", "n2")
+        + queues()
+        + training("elastic", [("n1", 4), ("n1", 4), ("n2", 4)], 2)
+        + training("single", [("n2", 4)], 1)
+        + inference("chat", 1, 4)
+    )
+    out = run(objs)
+    assert len(out.evicted) == 1
+    (victim,) = out.evicted
+    assert victim.startswith("ns/elastic-")
+
+
+def test_a_job_with_a_protected_pod_is_never_broken() -> None:
+    objs = (
+        nodes("n1", "n2")
+        + queues()
+        + training("guarded", [("n1", 4), ("n1", 4)], 2, priority_class="low", protected=(1,))
+        + training("open", [("n2", 4), ("n2", 4)], 2, priority_class="high")
+        + inference("chat", 1, 8)
+    )
+    out = run(objs)
+    assert sorted(out.evicted) == ["ns/open-0", "ns/open-1"]
+
+
+def test_nothing_is_evicted_when_no_plan_is_enough() -> None:
+    objs = (
+        nodes("n1")
+        + queues()
+        + training("guarded", [("n1", 4), ("n1", 4)], 2, protected=(0,))
+        + inference("chat", 1, 8)
+    )
+    out = run(objs)
+    assert out.evicted == [] and out.pipelined == {}
+
+
+# ------------------------------------------------------------------------------ REL-2
+
+
+class _NoRoom(Plugin):
+    """Allocatable says no for every task; Preemptive says yes."""
+
+    name = "t-no-room"
+
+    def on_session_open(self, ssn) -> None:
+        ssn.add_fn("allocatable", self.name, lambda q, t: False)
+
+
+PLUGINS.setdefault(_NoRoom.name, _NoRoom)
+
+
+def test_reclaim_never_pipelines_a_task_its_queue_cannot_take() -> None:
+    objs = nodes("n1") + queues() + training("train", [("n1", 8)], 1) + inference("chat", 1, 8)
+    for gang_safe in (True, False):
+        config = tidal_config(gang_safe, extra_plugin="  - name: t-no-room\n")
+        out = run(objs, config)
+        assert out.pipelined == {} and out.evicted == [], gang_safe
+
+
+# ------------------------------------------------------------------------------ property
+
+
+@st.composite
+def tidal_worlds(draw: st.DrawFn) -> tuple[list[dict[str, Any]], int]:
+    n_nodes = draw(st.integers(1, 4))
+    names = [f"n{i}" for i in range(n_nodes)]
+    free = {n: 8 for n in names}
+    quota = draw(st.integers(0, 16))
+    objs: list[dict[str, Any]] = nodes(*names) + queues(quota)
+    for j in range(draw(st.integers(0, 6))):
+        size = draw(st.integers(1, 4))
+        pods: list[tuple[str, int]] = []
+        for _ in range(size):
+            cards = draw(st.sampled_from([1, 2, 4, 8]))
+            fits = [n for n in names if free[n] >= cards]
+            if not fits:
+                break
+            where = draw(st.sampled_from(fits))
+            free[where] -= cards
+            pods.append((where, cards))
+        if not pods:
+            continue
+        min_member = draw(st.integers(1, len(pods)))
+        pc = draw(st.sampled_from([None, "low", "high"]))
+        protected = (0,) if draw(st.integers(0, 5)) == 0 else ()
+        objs += training(f"t{j}", pods, min_member, priority_class=pc, protected=protected)
+    for j in range(draw(st.integers(1, 3))):
+        objs += inference(f"inf{j}", draw(st.integers(1, 4)), draw(st.sampled_from([1, 2, 4, 8])))
+    return objs, quota
+
+
+def _cards(p: dict[str, Any]) -> int:
+    return int(p["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tidal_worlds())
+def test_no_card_quota_exceeded_and_no_training_job_left_below_min_available(world) -> None:
+    objs, quota = world
+    out = run(objs)
+    evicted = set(out.evicted)
+    placed = {**out.bound, **out.pipelined}
+    pods = {f"ns/{o['metadata']['name']}": o for o in objs if o["kind"] == "Pod"}
+    groups = {o["metadata"]["name"]: o for o in objs if o["kind"] == "PodGroup"}
+
+    # No training job is left running below its minAvailable.
+    for name, pg in groups.items():
+        if pg["metadata"]["annotations"].get("volcano.sh/service.type") != "training":
+            continue
+        members = [k for k, p in pods.items() if p["metadata"]["annotations"].get("scheduling.k8s.io/group-name") == name]
+        alive = [k for k in members if k not in evicted]
+        assert not alive or len(alive) >= pg["spec"]["minMember"], (name, alive)
+        # Evictions only ever come from training jobs, and only for a reclaimer.
+    assert all(pods[k]["metadata"]["annotations"]["scheduling.k8s.io/group-name"].startswith("t") for k in evicted)
+
+    # The inference queue stays within its H200 quota through this session's decisions.
+    inference_cards = sum(_cards(pods[k]) for k in placed if k.split("/")[1].startswith("inf"))
+    assert inference_cards <= quota
+
+    # No node is over-committed once the evicted pods are gone.
+    for n in {o["metadata"]["name"] for o in objs if o["kind"] == "Node"}:
+        running = sum(_cards(p) for k, p in pods.items() if p["spec"].get("nodeName") == n and k not in evicted)
+        new = sum(_cards(pods[k]) for k, where in placed.items() if where == n)
+        assert running + new <= 8, n
