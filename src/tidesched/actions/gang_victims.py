@@ -17,16 +17,25 @@ then the number of pods evicted, then the most recently started jobs, then the j
 then the node name. Surplus pods are used before any job is broken and dropped again when
 a broken job freed enough; jobs are added lowest priority first, so a higher-priority job
 is never broken while lower-priority ones would do.
+
+Plans are kept between the tasks of one reclaim action (``PlanCache``): tasks alike (same
+queue, request, annotations and labels) share them, and only the nodes that changed since — and the
+nodes of the jobs that have pods there — are planned again. The plan finally chosen is always
+planned afresh before anything is evicted, so a stale entry can cost a better choice at
+worst, never a wrong eviction.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from tidesched.model.status import ALLOCATED_STATUSES, TaskStatus
+
+GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
+PlanFn = Callable[[int], "Plan | None"]
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -192,3 +201,70 @@ class GangVictims:
             table.names[row],
         )
         return Plan(row, cost, surplus=kept, broken=chosen)
+
+
+class PlanCache:
+    """Per-node plans of alike reclaimer tasks, kept up to date from the node change log."""
+
+    def __init__(self, ssn: "Session") -> None:
+        self.ssn = ssn
+        # signature -> (change-log position, row -> plan)
+        self._entries: dict[Any, tuple[int, dict[int, Plan | None]]] = {}
+
+    def signature(self, task: "TaskInfo") -> Any:
+        """What the plans for a task depend on: its queue (victims come from other queues),
+        what the Reclaimable plugins may read (PodGroup and pod annotations and labels,
+        owner kind, priority — not the group name, which only says which job), and its
+        request."""
+        assert task.check_cols is not None
+        meta = task.pod.meta
+        job = self.ssn.jobs[task.job]
+        pg = job.pod_group.meta
+        return (
+            job.queue,
+            tuple(sorted(pg.annotations.items())),
+            tuple(sorted(pg.labels.items())),
+            pg.owner_kind,
+            task.check_cols.tobytes(),
+            tuple(sorted((k, v) for k, v in meta.annotations.items() if k != GROUP_NAME_KEY)),
+            tuple(sorted(meta.labels.items())),
+            meta.owner_kind,
+            task.priority,
+        )
+
+    def _dirty(self, since: int) -> set[int]:
+        """Rows changed since ``since``, plus every row where a job with a pod on one of
+        them has pods (its surplus or breakability may have changed)."""
+        table, jobs = self.ssn.table, self.ssn.jobs
+        rows = set(table.change_log[since:])
+        touched: set[str] = set()
+        for r in rows:
+            touched.update(t.job for t in table.tasks[r].values())
+        for uid in touched:
+            job = jobs.get(uid)
+            if job is None:
+                continue
+            for t in job.tasks.values():
+                i = table.index.get(t.node_name) if t.node_name else None
+                if i is not None:
+                    rows.add(i)
+        return rows
+
+    def best(self, task: "TaskInfo", rows: list[int], compute: PlanFn) -> list[Plan]:
+        """The plans for ``rows``, cheapest first (cached where still valid)."""
+        sig = self.signature(task)
+        pos, plans = self._entries.get(sig, (0, {}))
+        if plans:
+            for r in self._dirty(pos):
+                plans.pop(r, None)
+        for r in rows:
+            if r not in plans:
+                plans[r] = compute(r)
+        self._entries[sig] = (len(self.ssn.table.change_log), plans)
+        found = [p for r in rows if (p := plans[r]) is not None]
+        return sorted(found, key=lambda p: p.cost)
+
+    def forget(self, task: "TaskInfo", row: int) -> None:
+        entry = self._entries.get(self.signature(task))
+        if entry is not None:
+            entry[1].pop(row, None)

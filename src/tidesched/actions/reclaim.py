@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tidesched.actions import register_action
-from tidesched.actions.gang_victims import GangVictims
+from tidesched.actions.gang_victims import GangVictims, PlanCache
 from tidesched.actions.victims import (
     candidate_nodes,
     eviction_reason,
@@ -50,6 +50,7 @@ from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
+    from tidesched.actions.gang_victims import Plan
     from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 
 ACTION = "reclaim"
@@ -59,7 +60,13 @@ ACTION = "reclaim"
 def execute(ssn: "Session") -> None:
     arguments = ssn.config.action_arguments(ACTION)
     arguments.get_bool("predicateErrorCacheEnable", True)  # validated only
-    reclaim_task = reclaim_whole_gangs if arguments.get_bool("enableGangSafeReclaim", True) else reclaim_for_task
+    if arguments.get_bool("enableGangSafeReclaim", True):
+        cache = PlanCache(ssn)
+
+        def reclaim_task(ssn: "Session", stmt: Statement, queue: "QueueInfo", job: "JobInfo", task: "TaskInfo") -> bool:
+            return reclaim_whole_gangs(ssn, stmt, queue, job, task, cache)
+    else:
+        reclaim_task = reclaim_for_task
     queues = PriorityQueue(ssn.queue_order_less)
     seen: set[str] = set()
     reclaimer_jobs: dict[str, PriorityQueue] = {}
@@ -151,7 +158,7 @@ def reclaim_for_task(
 
 
 def reclaim_whole_gangs(
-    ssn: "Session", stmt: Statement, queue: "QueueInfo", job: "JobInfo", task: "TaskInfo"
+    ssn: "Session", stmt: Statement, queue: "QueueInfo", job: "JobInfo", task: "TaskInfo", cache: PlanCache
 ) -> bool:
     """Gang-safe reclaim for one task (TIDE-6, DEC-8): pipeline onto room already free or
     being freed; otherwise evict the cheapest plan over all candidate nodes, breaking whole
@@ -169,18 +176,27 @@ def reclaim_whole_gangs(
         stmt.pipeline(task, table.names[row])
         return True
     planner = GangVictims(ssn, task)
-    plans = []
-    for row in (int(r) for r in np.flatnonzero(candidate_nodes(ssn, task, pred))):
+
+    def plan_on(row: int) -> "Plan | None":
         reclaimees = _reclaimees(ssn, job, row)
         if not reclaimees:
-            continue
+            return None
         victims = ssn.reclaimable(task, reclaimees)
         if not victims or not validate_victims(ssn, task, row, victims):
+            return None
+        return planner.plan(row, order_victims(ssn, victims, task))
+
+    rows = [int(r) for r in np.flatnonzero(candidate_nodes(ssn, task, pred))]
+    plans = cache.best(task, rows, plan_on)
+    while plans:
+        cached = plans.pop(0)
+        plan = plan_on(cached.row)  # afresh: the cached one may predate other evictions
+        if plan is None or plan.cost != cached.cost:
+            cache.forget(task, cached.row)
+            if plan is not None:
+                plans.append(plan)
+                plans.sort(key=lambda p: p.cost)
             continue
-        plan = planner.plan(row, order_victims(ssn, victims, task))
-        if plan is not None:
-            plans.append(plan)
-    for plan in sorted(plans, key=lambda p: p.cost):
         node = table.names[plan.row]
         node_stmt = Statement(ssn)
         reason = eviction_reason(ACTION, task, node)
@@ -189,9 +205,14 @@ def reclaim_whole_gangs(
             if victim.job in {j.uid for j in plan.broken}:
                 why = f"{reason}; whole job {ssn.jobs[victim.job].key} evicted (gang-safe reclaim)"
             node_stmt.evict(victim, why)
-        if table.fits_row(task, table.future_idle[plan.row]) and ssn.allocatable(queue, task):
+        fits_now = table.fits_row(task, table.future_idle[plan.row])
+        allocatable = fits_now and ssn.allocatable(queue, task)
+        if allocatable:
             node_stmt.pipeline(task, node)
             stmt.merge(node_stmt)
             return True
         node_stmt.discard()
+        if fits_now:
+            # The queue cannot take the task; evictions elsewhere would not change that.
+            return False
     return False

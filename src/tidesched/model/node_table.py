@@ -101,7 +101,7 @@ class NodeTable:
 
     def fits_row(self, task: TaskInfo, avail_row: np.ndarray) -> bool:
         assert task.check_cols is not None
-        return bool(np.all(avail_row + MIN_RESOURCE > task.check_cols))
+        return bool((avail_row + MIN_RESOURCE > task.check_cols).all())
 
     # -- accounting ---------------------------------------------------------------------
 
