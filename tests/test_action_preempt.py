@@ -409,15 +409,13 @@ def test_only_pipelined_jobs_keep_their_evictions() -> None:
     assert _task(ssn, "low-0").status == TaskStatus.RELEASING
 
 
-# -- known gaps (see the report to the lead) ---------------------------------------------------
+# -- pods evicted this session free their slot and their anti-affinity ---------------------------
 
 
 ANTI = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
     {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}
 
 
-@pytest.mark.xfail(strict=True, reason="predicates plugin still counts pods evicted in this session "
-                   "(pod count and pod anti-affinity); Volcano's predicates drop them on deallocate")
 def test_normal_preemption_resolves_pod_anti_affinity() -> None:
     config = PREEMPT_CONFIG + "  - {name: predicates, enablePredicate: true, enablePreemptable: false}\n"
     objs = PRIO + [queue("q1"), node("n1", cpu="4", labels={"kubernetes.io/hostname": "n1"}),
@@ -429,8 +427,6 @@ def test_normal_preemption_resolves_pod_anti_affinity() -> None:
     assert out["evicted"] == ["ns/db-old"] and out["pipelined"] == {"ns/db-new": "n1"}
 
 
-@pytest.mark.xfail(strict=True, reason="pod slots are not a resource dimension: Volcano adds pods=1 to every "
-                   "task request (GetPodResourceRequest), so FutureIdle frees a slot when a pod is evicted")
 def test_best_effort_preemptor_frees_a_pod_slot() -> None:
     # Volcano preempt_test.go "BestEffort high-priority pod preempt BestEffort low-priority pod".
     config = PREEMPT_CONFIG + "  - {name: predicates, enablePredicate: true, enablePreemptable: false}\n"

@@ -8,6 +8,11 @@ deterministic (ACT-6).
 Accounting follows Volcano's NodeInfo.AddTask/RemoveTask: a Releasing task holds its
 resources (used) and also counts as releasing; a Pipelined task reserves future-idle only.
 ``idle = allocatable - used`` and ``future_idle = idle + releasing - pipelined``.
+
+The last column is the node's pod slots (Volcano adds ``pods: 1`` to every task request,
+GetPodResourceRequest): allocatable is the node's pod capacity and every task takes one, so
+an evicted pod frees a slot in FutureIdle. It takes part in fit checks only; ``resource()``
+leaves it out, so queue and cluster totals hold the same dimensions as Volcano's.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from tidesched.model.status import TaskStatus
 
 # Statuses whose pods hold nothing on a node (Volcano: terminated pods are not added).
 _NOT_ON_NODE = frozenset({TaskStatus.PENDING, TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+PODS = "pods"
 
 
 def occupies_node(task: TaskInfo) -> bool:
@@ -41,12 +47,15 @@ class NodeTable:
             scalars.update(n.allocatable.scalars)
         scalars.discard(CPU)
         scalars.discard(MEMORY)
-        self.dims = [CPU, MEMORY, *sorted(scalars)]
+        scalars.discard(PODS)
+        self.dims = [CPU, MEMORY, *sorted(scalars), PODS]
+        self.pods_col = len(self.dims) - 1
         self.dim_index = {d: i for i, d in enumerate(self.dims)}
         n, d = len(self.nodes), len(self.dims)
         self.allocatable = np.zeros((n, d))
         for i, node in enumerate(self.nodes):
             self.allocatable[i] = self.vector(node.allocatable)
+            self.allocatable[i, self.pods_col] = node.allocatable.max_task_num
         self.used = np.zeros((n, d))
         self.releasing = np.zeros((n, d))
         self.pipelined = np.zeros((n, d))
@@ -78,18 +87,20 @@ class NodeTable:
         """Attach request vectors; `check_cols` marks the dimensions Volcano's LessEqual
         compares (cpu and memory always, scalars only where requested)."""
         task.req_vec = self.vector(task.resreq)
+        task.req_vec[self.pods_col] = 1
         init = self.vector(task.init_resreq)
+        init[self.pods_col] = 1
         task.init_vec = init
         # Unchecked dimensions get -inf so that "request < avail + tolerance" always holds.
         check = init.copy()
-        for j in range(2, len(self.dims)):
+        for j in range(2, self.pods_col):
             if init[j] <= 0:
                 check[j] = -np.inf
         task.check_cols = check
 
     def resource(self, row: np.ndarray) -> Resource:
         """A Resource from one row (for plugins that reason in Resources)."""
-        scalars = {self.dims[j]: float(row[j]) for j in range(2, len(self.dims)) if row[j] != 0}
+        scalars = {self.dims[j]: float(row[j]) for j in range(2, self.pods_col) if row[j] != 0}
         return Resource(float(row[0]), float(row[1]), scalars)
 
     # -- fit ----------------------------------------------------------------------------

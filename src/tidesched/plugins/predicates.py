@@ -36,6 +36,7 @@ from tidesched.k8s.node_index import NodeLabelIndex
 from tidesched.k8s.selectors import SelectorError, compile_label_selector, affinity_term_namespaces
 from tidesched.k8s.taints import TaintIndex, tolerates_unschedulable
 from tidesched.model.objects import HostPort
+from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -106,12 +107,27 @@ class PredicatesPlugin(Plugin):
         self._static: dict[str, tuple[np.ndarray, list[NodeFailure]]] = {}
         # Placed pods with required anti-affinity: their terms constrain every newcomer.
         self._anti_holders = self._find_anti_holders()
+        # Pods evicted this session, by uid -> row: Volcano's predicates drop a pod from its
+        # node's NodeInfo on deallocate, so an eviction frees its slot, ports and affinity.
+        self._evicted: dict[str, int] = {}
+        self._evicted_per_row = np.zeros(len(table), dtype=np.int64)
         ssn.add_fn("predicate", self.name, self.predicate)
-        ssn.add_event_handler(EventHandler(allocate=self._on_allocate))
+        ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
     def _on_allocate(self, task: "TaskInfo") -> None:
+        row = self._evicted.pop(task.uid, None)
+        if row is not None:
+            self._evicted_per_row[row] -= 1
         if not self._anti_holders and _pod_affinity(task, "podAntiAffinity"):
             self._anti_holders = True
+
+    def _on_deallocate(self, task: "TaskInfo") -> None:
+        if task.status != TaskStatus.RELEASING or task.uid in self._evicted:
+            return
+        row = self.ssn.table.index.get(task.node_name)
+        if row is not None:
+            self._evicted[task.uid] = row
+            self._evicted_per_row[row] += 1
 
     def _find_anti_holders(self) -> bool:
         return any(
@@ -163,7 +179,7 @@ class PredicatesPlugin(Plugin):
     def predicate(self, task: "TaskInfo") -> PredicateResult:
         static_passed, static_failures = self._static_mask(task)
         table = self.ssn.table
-        passed = static_passed & (table.pod_count < table.max_pods)
+        passed = static_passed & (table.pod_count - self._evicted_per_row < table.max_pods)
         failures = list(static_failures)
         too_many = static_passed & ~passed
         if too_many.any():
@@ -183,7 +199,7 @@ class PredicatesPlugin(Plugin):
             if not passed[row]:
                 continue
             for other in tasks.values():
-                if other.uid != task.uid and any(
+                if other.uid != task.uid and other.uid not in self._evicted and any(
                     _ports_conflict(a, b) for a in other.pod.host_ports for b in task.pod.host_ports
                 ):
                     bad[row] = True
@@ -193,7 +209,10 @@ class PredicatesPlugin(Plugin):
             passed &= ~bad
 
     def _placed(self) -> list[tuple[int, "TaskInfo"]]:
-        return [(row, t) for row, tasks in enumerate(self.ssn.table.tasks) for t in tasks.values()]
+        evicted = self._evicted
+        return [
+            (row, t) for row, tasks in enumerate(self.ssn.table.tasks) for t in tasks.values() if t.uid not in evicted
+        ]
 
     def _check_pod_affinity(self, task: "TaskInfo", passed: np.ndarray, failures: list[NodeFailure]) -> None:
         placed = [(row, t) for row, t in self._placed() if t.uid != task.uid]
