@@ -227,9 +227,9 @@ def test_action_arguments_are_read_and_type_checked() -> None:
 - name: preempt
   arguments: {enableTopologyAwarePreemption: "yes"}
 """
-    ssn = _session([node("n1")], bad)
+    # Refused when the config is loaded (CONF-3), before any session.
     with pytest.raises(ConfigError, match="enableTopologyAwarePreemption"):
-        ssn.run()
+        _session([node("n1")], bad)
 
 
 # -- dry run ----------------------------------------------------------------------------------

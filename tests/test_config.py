@@ -620,3 +620,37 @@ def test_load_config_file_missing(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read") as info:
         load_config_file(tmp_path / "none.conf", known_actions=ACTIONS, known_plugins=PLUGINS)
     assert info.value.source is not None and info.value.source.endswith("none.conf")
+
+
+# -- arguments are validated when the config is loaded (CONF-3) -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("plugin_or_action", "snippet", "field"),
+    [
+        ("capacity-card", "tiers:\n- plugins:\n  - name: capacity-card\n    arguments: {overCommitFactor: abc}\n", "overCommitFactor"),
+        ("nodeorder", "tiers:\n- plugins:\n  - name: nodeorder\n    arguments: {leastrequested.weight: many}\n", "leastrequested.weight"),
+        ("predicates", "tiers:\n- plugins:\n  - name: predicates\n    arguments: {predicate.NodeAffinityEnable: 3}\n", "predicate.NodeAffinityEnable"),
+        ("reclaim", "tiers:\n- plugins:\n  - name: gang\nconfigurations:\n- name: reclaim\n  arguments: {enableGangSafeReclaim: maybe}\n", "enableGangSafeReclaim"),
+        ("preempt", "tiers:\n- plugins:\n  - name: gang\nconfigurations:\n- name: preempt\n  arguments: {minCandidateNodesPercentage: lots}\n", "minCandidateNodesPercentage"),
+    ],
+)
+def test_bad_arguments_are_refused_at_load_with_their_line(plugin_or_action: str, snippet: str, field: str) -> None:
+    from tidesched.scheduler import config_from_text
+
+    text = 'actions: "enqueue, allocate, preempt, reclaim"\n' + snippet
+    with pytest.raises(ConfigError) as info:
+        config_from_text(text, "bad.conf")
+    message = str(info.value)
+    assert field in message and "bad.conf:" in message
+
+
+def test_good_arguments_load() -> None:
+    from tidesched.scheduler import config_from_text
+
+    config = config_from_text(
+        'actions: "enqueue, allocate, reclaim"\ntiers:\n- plugins:\n  - name: nodeorder\n'
+        "    arguments: {leastrequested.weight: 2}\nconfigurations:\n- name: reclaim\n"
+        "  arguments: {enableGangSafeReclaim: false}\n"
+    )
+    assert config.action_arguments("reclaim").get_bool("enableGangSafeReclaim", True) is False

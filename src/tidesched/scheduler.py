@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from tidesched.actions import ACTIONS, load_all as load_actions
+from tidesched.actions import ACTIONS, ARGUMENT_CHECKS, load_all as load_actions
 from tidesched.framework.config import SchedulerConfig, default_config, load_config, load_config_file
 from tidesched.framework.session import Decisions, Session
 from tidesched.model.loader import Manifest
@@ -26,15 +26,31 @@ def known_plugins() -> list[str]:
     return sorted(load_plugins())
 
 
+def validate_arguments(config: SchedulerConfig) -> SchedulerConfig:
+    """Read every plugin's and action's arguments once, so that a bad one is refused when
+    the config is loaded, with its line and field, rather than in a session (CONF-3)."""
+    plugins = load_plugins()
+    for tier in config.tiers:
+        for opt in tier.plugins:
+            plugins[opt.name].validate_arguments(opt.args)
+    for name in config.actions:
+        check = ARGUMENT_CHECKS.get(name)
+        if check is not None:
+            check(config.action_arguments(name))
+    return config
+
+
 def config_from_text(text: str, source: str = "<config>") -> SchedulerConfig:
-    return load_config(text, source, known_actions=known_actions(), known_plugins=known_plugins())
+    config = load_config(text, source, known_actions=known_actions(), known_plugins=known_plugins())
+    return validate_arguments(config)
 
 
 def config_from_file(path: str | Path | None) -> SchedulerConfig:
     """The scheduler config in ``path``, or Volcano's built-in default when None."""
     if path is None:
         return default_config(known_actions=known_actions(), known_plugins=known_plugins())
-    return load_config_file(path, known_actions=known_actions(), known_plugins=known_plugins())
+    config = load_config_file(path, known_actions=known_actions(), known_plugins=known_plugins())
+    return validate_arguments(config)
 
 
 def open_session(

@@ -8,9 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
+    from tidesched.framework.config import Arguments
     from tidesched.framework.session import Session
 
 ACTIONS: dict[str, Callable[["Session"], None]] = {}
+# Per action, a function that reads (and so validates) every argument of its
+# ``configurations`` entry; run when a config is loaded (CONF-3), not only in a session.
+ARGUMENT_CHECKS: dict[str, Callable[["Arguments"], object]] = {}
 
 
 def register_action(name: str) -> Callable[[Callable[["Session"], None]], Callable[["Session"], None]]:

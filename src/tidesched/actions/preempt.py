@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from tidesched.actions import register_action
+from tidesched.actions import ARGUMENT_CHECKS, register_action
 from tidesched.actions.victims import (
     TentativeEvictions,
     candidate_nodes,
@@ -59,6 +59,7 @@ from tidesched.framework.statement import Statement
 from tidesched.model.status import PREEMPTABLE_STATUSES, TaskStatus
 
 if TYPE_CHECKING:
+    from tidesched.framework.config import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 
@@ -79,7 +80,10 @@ class PreemptOptions:
 
     @classmethod
     def from_session(cls, ssn: "Session") -> "PreemptOptions":
-        args = ssn.config.action_arguments(ACTION)
+        return cls.from_arguments(ssn.config.action_arguments(ACTION))
+
+    @classmethod
+    def from_arguments(cls, args: "Arguments") -> "PreemptOptions":
         args.get_bool("predicateErrorCacheEnable", True)  # validated, not needed (see docstring)
         args.get_int("topologyAwarePreemptWorkerNum", 16)  # validated, the dry run is sequential
         return cls(
@@ -95,6 +99,9 @@ class PreemptOptions:
         n = max(n, self.min_candidate_absolute)
         n = min(n, self.max_candidate_absolute)
         return max(0, min(n, nodes))
+
+
+ARGUMENT_CHECKS[ACTION] = PreemptOptions.from_arguments
 
 
 @register_action(ACTION)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tidesched.actions import register_action
+from tidesched.actions import ARGUMENT_CHECKS, register_action
 from tidesched.actions.gang_victims import GangVictims, PlanCache
 from tidesched.actions.victims import (
     candidate_nodes,
@@ -51,16 +51,24 @@ from tidesched.model.status import TaskStatus
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
     from tidesched.actions.gang_victims import Plan
+    from tidesched.framework.config import Arguments
     from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 
 ACTION = "reclaim"
 
 
+def gang_safe(arguments: "Arguments") -> bool:
+    """Reads every reclaim argument; True when victims are chosen as whole gangs."""
+    arguments.get_bool("predicateErrorCacheEnable", True)  # validated only
+    return arguments.get_bool("enableGangSafeReclaim", True)
+
+
+ARGUMENT_CHECKS[ACTION] = gang_safe
+
+
 @register_action(ACTION)
 def execute(ssn: "Session") -> None:
-    arguments = ssn.config.action_arguments(ACTION)
-    arguments.get_bool("predicateErrorCacheEnable", True)  # validated only
-    if arguments.get_bool("enableGangSafeReclaim", True):
+    if gang_safe(ssn.config.action_arguments(ACTION)):
         cache = PlanCache(ssn)
 
         def reclaim_task(ssn: "Session", stmt: Statement, queue: "QueueInfo", job: "JobInfo", task: "TaskInfo") -> bool:

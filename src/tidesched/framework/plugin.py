@@ -27,6 +27,12 @@ class Plugin:
     def __init__(self, arguments: "Arguments") -> None:
         self.arguments = arguments
 
+    @classmethod
+    def validate_arguments(cls, arguments: "Arguments") -> None:
+        """Raise ConfigError for a bad argument (CONF-3: at config load, not in a session).
+        Plugins read their arguments in ``__init__``, so building one validates them."""
+        cls(arguments)
+
     def on_session_open(self, ssn: "Session") -> None:  # pragma: no cover - interface
         pass
 

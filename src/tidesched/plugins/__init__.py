@@ -24,9 +24,5 @@ _MODULES = (
 def load_all() -> dict[str, type]:
     """Import every plugin module so that it registers itself; returns the registry."""
     for mod in _MODULES:
-        try:
-            importlib.import_module(f"tidesched.plugins.{mod}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"tidesched.plugins.{mod}":
-                raise
+        importlib.import_module(f"tidesched.plugins.{mod}")
     return PLUGINS

@@ -35,6 +35,7 @@ from tidesched.k8s.selectors import SelectorError, affinity_term_namespaces, com
 from tidesched.k8s.taints import TaintIndex
 
 if TYPE_CHECKING:
+    from tidesched.framework.config import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
 
@@ -85,9 +86,12 @@ def _balanced(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
 class NodeOrderPlugin(Plugin):
     name = "nodeorder"
 
-    def on_session_open(self, ssn: "Session") -> None:
+    def __init__(self, arguments: "Arguments") -> None:
+        super().__init__(arguments)
         defaults = scoring.VOLCANO_NODEORDER_DEFAULT_WEIGHTS
-        self.weights = {k: self.arguments.get_int(arg, int(defaults.get(k, 0))) for k, arg in WEIGHT_KEYS.items()}
+        self.weights = {k: arguments.get_int(arg, int(defaults.get(k, 0))) for k, arg in WEIGHT_KEYS.items()}
+
+    def on_session_open(self, ssn: "Session") -> None:
         self.ssn = ssn
         table = ssn.table
         self.balanced_cols = [table.dim_index[d] for d in ("cpu", "memory", "nvidia.com/gpu") if d in table.dim_index]

@@ -39,6 +39,7 @@ from tidesched.model.objects import HostPort
 from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
+    from tidesched.framework.config import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
 
@@ -90,12 +91,14 @@ def _ports_conflict(a: HostPort, b: HostPort) -> bool:
 class PredicatesPlugin(Plugin):
     name = "predicates"
 
+    def __init__(self, arguments: "Arguments") -> None:
+        super().__init__(arguments)
+        self.node_affinity_on = arguments.get_bool("predicate.NodeAffinityEnable", True)
+        self.ports_on = arguments.get_bool("predicate.NodePortsEnable", True)
+        self.taints_on = arguments.get_bool("predicate.TaintTolerationEnable", True)
+        self.pod_affinity_on = arguments.get_bool("predicate.PodAffinityEnable", True)
+
     def on_session_open(self, ssn: "Session") -> None:
-        args = self.arguments
-        self.node_affinity_on = args.get_bool("predicate.NodeAffinityEnable", True)
-        self.ports_on = args.get_bool("predicate.NodePortsEnable", True)
-        self.taints_on = args.get_bool("predicate.TaintTolerationEnable", True)
-        self.pod_affinity_on = args.get_bool("predicate.PodAffinityEnable", True)
         table = ssn.table
         self.ssn = ssn
         self.labels = NodeLabelIndex(table.names, [n.meta.labels for n in table.nodes])
