@@ -22,27 +22,13 @@ from typing import Any
 
 from tidesched.model.snapshot import build_snapshot
 from tidesched.scheduler import config_from_text, open_session
+from tidesched.sim import bundled_example
 
 H200 = "NVIDIA-H200"
-CONFIG = """
-actions: "enqueue, allocate, backfill, reclaim"
-configurations:
-- name: reclaim
-  arguments: {{enableGangSafeReclaim: {gang_safe}}}
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enableReclaimable: false
-    enableJobStarving: false
-  - name: conformance
-    enableReclaimable: false
-- plugins:
-  - name: predicates
-  - name: capacity-card
-    arguments: {{overCommitFactor: 2, cardUnlimitedCpuMemory: true}}
-  - name: nodeorder
-"""
+# The bundled tidal day's configuration (seed 000's), with the reclaim switch.
+CONFIG = (bundled_example().parent / "scheduler.conf").read_text() + (
+    "configurations:\n- name: reclaim\n  arguments: {{enableGangSafeReclaim: {gang_safe}}}\n"
+)
 
 
 def _node(i: int) -> dict[str, Any]:

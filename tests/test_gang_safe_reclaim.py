@@ -1,8 +1,8 @@
 """Gang-safe reclaim (TIDE-6, DEC-8): inference takes cards back from training by whole jobs,
 breaking as few and as low-priority jobs as it can, and never leaves one below minAvailable.
 
-The configuration is seed 000's (tidal preemption) with the bundled example's one change
-(gang does not vote on starving, so a Deployment can reclaim for every replica)."""
+The configuration is the bundled tidal day's: seed 000's with one change (gang does not vote
+on starving, so a Deployment can reclaim for every replica)."""
 
 from __future__ import annotations
 
@@ -16,32 +16,19 @@ from tidesched.framework.plugin import PLUGINS, Plugin
 from tidesched.framework.session import Decisions
 from tidesched.model.snapshot import build_snapshot
 from tidesched.scheduler import config_from_text, open_session
+from tidesched.sim import bundled_example
 
 H200 = "NVIDIA-H200"
 
 
+TIDAL_CONF = (bundled_example().parent / "scheduler.conf").read_text()
+
+
 def tidal_config(gang_safe: bool = True, extra_plugin: str = "") -> str:
-    return f"""
-actions: "enqueue, allocate, backfill, reclaim"
-configurations:
-- name: reclaim
-  arguments: {{enableGangSafeReclaim: {str(gang_safe).lower()}}}
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enableReclaimable: false
-    enableJobStarving: false
-  - name: conformance
-    enableReclaimable: false
-- plugins:
-  - name: predicates
-  - name: capacity-card
-    arguments:
-      overCommitFactor: 2
-      cardUnlimitedCpuMemory: true
-  - name: nodeorder
-{extra_plugin}"""
+    """The bundled tidal day's configuration, with the reclaim switch and an extra plugin."""
+    switch = f"configurations:\n- name: reclaim\n  arguments: {{enableGangSafeReclaim: {str(gang_safe).lower()}}}\n"
+    tier = extra_plugin.replace("  - name:", "- plugins:\n  - name:", 1)
+    return TIDAL_CONF + tier + switch
 
 
 def queues(inference_cards: int = 64) -> list[dict[str, Any]]:
