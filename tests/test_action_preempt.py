@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import node, pod, podgroup, queue
+from tidesched.actions import pdb as pdb_mod
 from tidesched.actions import preempt as preempt_mod
 from tidesched.actions.preempt import PreemptOptions, _between_jobs_filter, _within_job_filter, plan_key, select_victims_on_node
 from tidesched.actions.victims import (
@@ -236,8 +237,8 @@ def test_action_arguments_are_read_and_type_checked() -> None:
 
 
 class _Plan:
-    def __init__(self, name: str, victims: list) -> None:
-        self.name, self.victims, self.row = name, victims, 0
+    def __init__(self, name: str, victims: list, violations: int = 0) -> None:
+        self.name, self.victims, self.row, self.violations = name, victims, 0, violations
 
 
 class _V:
@@ -271,9 +272,112 @@ def test_dry_run_leaves_the_session_unchanged() -> None:
     before = _state(ssn)
     preemptor = _task(ssn, "preemptor")
     accept = _between_jobs_filter(ssn, preemptor, ssn.jobs["ns/high"])
-    victims = select_victims_on_node(ssn, preemptor, ssn.queues["q1"], 0, accept)
-    assert victims is not None and [v.name for v in victims] == ["big"]  # 'small' is reprieved
+    found = select_victims_on_node(ssn, preemptor, ssn.queues["q1"], 0, accept)
+    assert found is not None and [v.name for v in found[0]] == ["big"]  # 'small' is reprieved
+    assert found[1] == 0  # no PodDisruptionBudgets
     assert _same_state(before, _state(ssn))
+
+
+# -- PodDisruptionBudgets ---------------------------------------------------------------------
+
+
+def _pdb(name: str, allowed: int, selector: Any, disrupted: tuple[str, ...] = ()) -> dict[str, Any]:
+    status: dict[str, Any] = {"disruptionsAllowed": allowed}
+    if disrupted:
+        status["disruptedPods"] = {p: "2026-01-01T00:00:00Z" for p in disrupted}
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": "ns"},
+            "spec": {"selector": selector}, "status": status}
+
+
+def _budget_session(pdbs: list[dict[str, Any]], labels: dict[str, dict[str, str]]):
+    """Victims a (most important) .. d on n1; ``labels`` per victim name."""
+    objs = PRIO + [queue("q1"), node("n1", cpu="8"), podgroup("low", 0, queue="q1", priorityClassName="low"),
+                   podgroup("high", 1, queue="q1", priorityClassName="high")]
+    for prio, name in zip((9, 7, 5, 3), "abcd"):
+        objs.append(pod(name, "low", cpu="2", node="n1", phase="Running", priority=prio, labels=labels.get(name)))
+    objs.append(pod("preemptor", "high", cpu="2", priority=100))
+    return _session(objs + pdbs)
+
+
+def _violating(ssn) -> list[str]:
+    preemptor = _task(ssn, "preemptor")
+    victims = [t for t in ssn.tasks.values() if t.name in "abcd"]
+    ordered = order_victims(ssn, victims, preemptor)
+    return sorted(ssn.tasks[u].name for u in pdb_mod.budget_view(ssn).violating(reversed(ordered)))
+
+
+def test_pdb_budget_counts_down_from_the_most_important_victim() -> None:
+    db = {"app": "db"}
+    ssn = _budget_session([_pdb("db", 2, {"matchLabels": db})], {"a": db, "b": db, "c": db, "d": db})
+    assert _violating(ssn) == ["c", "d"]  # a and b use up the two allowed disruptions
+
+
+def test_pdb_every_guarding_budget_counts_and_unlabelled_pods_are_never_guarded() -> None:
+    pdbs = [_pdb("db", 1, {"matchLabels": {"app": "db"}}), _pdb("tier", 1, {"matchLabels": {"tier": "x"}}),
+            _pdb("absent", 0, {"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]})]
+    # a is guarded by all three: 'absent' allows nothing, so a violates; a also takes the
+    # last disruption of 'db' and of 'tier' (no early stop), so b and c violate as well.
+    labels = {"a": {"app": "db", "tier": "x"}, "b": {"app": "db", "zone": "z"}, "c": {"tier": "x", "zone": "z"}}
+    ssn = _budget_session(pdbs, labels)
+    assert _violating(ssn) == ["a", "b", "c"]  # d has no labels: no budget guards it
+
+
+def test_pdb_disrupted_pods_and_other_selectors_do_not_count() -> None:
+    db = {"app": "db"}
+    pdbs = [_pdb("db", 0, {"matchLabels": db}, disrupted=("a",)), _pdb("empty", 0, {}),
+            {**_pdb("elsewhere", 0, {"matchLabels": db}), "metadata": {"name": "elsewhere", "namespace": "other"}}]
+    ssn = _budget_session(pdbs, {"a": db, "b": db, "c": {"app": "web"}})
+    assert _violating(ssn) == ["b"]  # a's eviction is already processed; c unmatched; d unlabelled
+
+
+def test_pdb_non_violating_victims_are_taken_first() -> None:
+    # n1 (4 cpu) is full with 'guarded' (priority 1, budget allows nothing) and 'plain'
+    # (priority 2). Without budgets the least important victim would go; with them the
+    # non-violating one does (kube-scheduler: the violating victim is reprieved first).
+    objs = PRIO + [queue("q1"), node("n1", cpu="4"), podgroup("low", 0, queue="q1", priorityClassName="low"),
+                   podgroup("high", 1, queue="q1", priorityClassName="high"),
+                   pod("guarded", "low", cpu="2", node="n1", phase="Running", priority=1, labels={"app": "db"}),
+                   pod("plain", "low", cpu="2", node="n1", phase="Running", priority=2, labels={"app": "web"}),
+                   pod("preemptor", "high", cpu="2", priority=100)]
+    for pdbs, expected in (([], (["guarded"], 0)), ([_pdb("db", 0, {"matchLabels": {"app": "db"}})], (["plain"], 0))):
+        ssn = _session(objs + pdbs)
+        before = _state(ssn)
+        preemptor = _task(ssn, "preemptor")
+        accept = _between_jobs_filter(ssn, preemptor, ssn.jobs["ns/high"])
+        found = select_victims_on_node(ssn, preemptor, ssn.queues["q1"], 0, accept)
+        assert found is not None and ([v.name for v in found[0]], found[1]) == expected
+        assert _same_state(before, _state(ssn))
+
+
+def test_pdb_violation_counted_when_a_violating_victim_cannot_be_reprieved() -> None:
+    # Both victims are guarded by a budget allowing one disruption: 'big' (more important)
+    # takes it, 'small' would violate. The preemptor needs 6 of 8 cpu: 'big' alone makes
+    # room, and it is no violation.
+    db = {"app": "db"}
+    objs = PRIO + [queue("q1"), node("n1", cpu="8"), podgroup("low", 0, queue="q1", priorityClassName="low"),
+                   podgroup("high", 1, queue="q1", priorityClassName="high"),
+                   pod("small", "low", cpu="2", node="n1", phase="Running", priority=1, labels=db),
+                   pod("big", "low", cpu="6", node="n1", phase="Running", priority=2, labels=db),
+                   pod("preemptor", "high", cpu="6", priority=100)]
+    ssn = _session(objs + [_pdb("db", 1, {"matchLabels": db})])
+    preemptor = _task(ssn, "preemptor")
+    accept = _between_jobs_filter(ssn, preemptor, ssn.jobs["ns/high"])
+    found = select_victims_on_node(ssn, preemptor, ssn.queues["q1"], 0, accept)
+    assert found is not None and [v.name for v in found[0]] == ["big"] and found[1] == 0
+    # With no disruption allowed both violate and both are removed; 'big' cannot be
+    # reprieved, 'small' can: the same plan, now with one violation.
+    ssn = _session(objs + [_pdb("db", 0, {"matchLabels": db})])
+    preemptor = _task(ssn, "preemptor")
+    accept = _between_jobs_filter(ssn, preemptor, ssn.jobs["ns/high"])
+    found = select_victims_on_node(ssn, preemptor, ssn.queues["q1"], 0, accept)
+    assert found is not None and [v.name for v in found[0]] == ["big"] and found[1] == 1
+
+
+def test_plan_with_fewer_pdb_violations_wins_first() -> None:
+    ssn = _session([node("n1")])
+    key = lambda p: plan_key(ssn, p)  # noqa: E731
+    assert key(_Plan("z", [_V(9), _V(9), _V(9)], 0)) < key(_Plan("a", [_V(1)], 1))
+    assert key(_Plan("a", [_V(1)], 1)) < key(_Plan("a", [_V(1)], 2))
 
 
 def test_tentative_evictions_restore_in_any_order() -> None:

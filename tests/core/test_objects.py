@@ -6,7 +6,7 @@ import pytest
 
 from builders import node, pod, podgroup, queue
 from tidesched.model.loader import InputError, load_paths, load_text
-from tidesched.model.objects import ObjectError, parse_node, parse_pod, parse_podgroup, parse_queue
+from tidesched.model.objects import ObjectError, parse_node, parse_pdb, parse_pod, parse_podgroup, parse_queue
 from tidesched.model.snapshot import UnknownKindError, build_snapshot
 from tidesched.model.status import TaskStatus
 
@@ -118,6 +118,80 @@ def test_duplicate_objects_later_wins() -> None:
     snap = build_snapshot([node("n1", cpu="1"), node("n1", cpu="2")])
     assert len(snap.nodes) == 1 and snap.nodes[0].allocatable.milli_cpu == 2000
     assert snap.problems[0].reason == "DuplicateObject"
+
+
+def _pdb(name: str = "db", namespace: str | None = "shop", **parts) -> dict:
+    meta = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta, **parts}
+
+
+def test_pdb_record() -> None:
+    rec = parse_pdb(_pdb(
+        spec={"minAvailable": 2, "selector": {"matchLabels": {"app": "db", "replicas": 3},
+                                                "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["test"]}]}},
+        status={"disruptionsAllowed": 1, "disruptedPods": {"db-0": "2026-01-01T00:00:00Z"}, "currentHealthy": 3},
+    ))
+    assert (rec.key, rec.namespace, rec.name, rec.disruptions_allowed) == ("shop/db", "shop", "db", 1)
+    assert rec.disrupted_pods == frozenset({"db-0"})
+    assert rec.covers("shop", {"app": "db", "replicas": "3"})  # YAML ints compared as label strings
+    assert not rec.covers("shop", {"app": "db", "replicas": "3", "tier": "test"})
+    assert not rec.covers("other", {"app": "db", "replicas": "3"})  # only its own namespace
+    with pytest.raises(AttributeError):
+        rec.disruptions_allowed = 5  # type: ignore[misc]
+
+
+def test_pdb_defaults_and_selectors_that_guard_nothing() -> None:
+    rec = parse_pdb(_pdb(namespace=None, spec={"selector": {"matchLabels": {"app": "db"}}}))
+    assert rec.namespace == "default" and rec.disruptions_allowed == 0 and rec.disrupted_pods == frozenset()
+    # kube-scheduler's preemption: a nil or empty selector matches no pod; a pod without
+    # labels is never guarded, even by a selector that would match an empty label set.
+    for spec in ({}, {"selector": None}, {"selector": {}}, {"selector": {"matchLabels": {}, "matchExpressions": []}}):
+        assert not parse_pdb(_pdb(spec=spec)).covers("shop", {"app": "db"})
+    absent = parse_pdb(_pdb(spec={"selector": {"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}}))
+    assert absent.covers("shop", {"app": "db"}) and not absent.covers("shop", {})
+
+
+@pytest.mark.parametrize(
+    "parts,field",
+    [
+        ({"spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]}}},
+         "spec.selector.matchExpressions[0].operator"),
+        ({"spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In"}]}}},
+         "spec.selector.matchExpressions[0].values"),
+        ({"spec": {"selector": "app=db"}}, "spec.selector"),
+        ({"spec": {"selector": {"matchLabels": ["app"]}}}, "spec.selector.matchLabels"),
+        ({"spec": []}, "spec"),
+        ({"status": {"disruptionsAllowed": "lots"}}, "status.disruptionsAllowed"),
+        ({"status": {"disruptionsAllowed": 1.5}}, "status.disruptionsAllowed"),
+        ({"status": {"disruptionsAllowed": -1}}, "status.disruptionsAllowed"),
+        ({"status": {"disruptedPods": ["db-0"]}}, "status.disruptedPods"),
+    ],
+)
+def test_malformed_pdb_names_the_field(parts: dict, field: str) -> None:
+    with pytest.raises(ObjectError) as err:
+        parse_pdb(_pdb(**parts))
+    assert err.value.field == field
+
+
+def test_snapshot_holds_pdbs_and_skips_malformed_ones_with_a_warning() -> None:
+    good = _pdb("good", spec={"selector": {"matchLabels": {"app": "db"}}}, status={"disruptionsAllowed": 2})
+    bad = _pdb("bad", spec={"selector": {"matchExpressions": [{"key": "app", "operator": "Bogus"}]}})
+    nameless = {"kind": "PodDisruptionBudget", "metadata": {"namespace": "shop"}}
+    snap = build_snapshot([node("n1"), good, bad, nameless])
+    assert [(p.key, p.disruptions_allowed) for p in snap.pdbs] == [("shop/good", 2)]
+    assert not snap.ignored
+    assert [(e.kind, e.namespace, e.name, e.type, e.reason) for e in snap.problems] == [
+        ("PodDisruptionBudget", "shop", "bad", "Warning", "InvalidObject"),
+        ("PodDisruptionBudget", "shop", "", "Warning", "InvalidObject"),
+    ]
+    assert "Bogus" in snap.problems[0].message and "metadata.name" in snap.problems[1].message
+
+
+def test_snapshot_pdb_identity_is_namespace_and_name() -> None:
+    snap = build_snapshot([_pdb("db", "a", status={"disruptionsAllowed": 1}), _pdb("db", "b"),
+                           _pdb("db", "a", status={"disruptionsAllowed": 3})])
+    assert sorted((p.key, p.disruptions_allowed) for p in snap.pdbs) == [("a/db", 3), ("b/db", 0)]
+    assert [e.reason for e in snap.problems] == ["DuplicateObject"]
 
 
 def test_loader_yaml_json_and_lists(tmp_path) -> None:

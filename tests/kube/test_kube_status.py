@@ -184,3 +184,26 @@ def test_events_are_aggregated_per_object_and_reason() -> None:
             assert e["count"] == 6 and e["message"].endswith("(5)")
             assert api.count("PATCH", r"/events/") == 1
             rec.stop()
+
+
+def test_a_malformed_pdb_gets_its_warning_event() -> None:
+    from tidesched.model.snapshot import build_snapshot
+
+    bad = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "ns"},
+           "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "Bogus"}]}}}
+    with fake_api() as api:
+        api.create(bad)
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            snap = build_snapshot(store.snapshot_objects(), strict_kinds=False)
+            assert snap.pdbs == [] and [e.reason for e in snap.problems] == ["InvalidObject"]
+            rec = EventRecorder(kube_for(api), store, interval=60)
+            rec.start()
+            rec.record_all(snap.problems)
+            assert rec.flush(5)
+            (ev,) = api.list("Event")
+            assert ev["metadata"]["namespace"] == "ns" and ev["type"] == "Warning"
+            assert {k: ev["involvedObject"][k] for k in ("apiVersion", "kind", "namespace", "name")} == {
+                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "namespace": "ns", "name": "db"}
+            assert "Bogus" in ev["message"]
+            rec.stop()

@@ -115,3 +115,31 @@ def test_snapshot_overlays_assumed_and_releasing_pods() -> None:
     store.assume("ns/a", "n2", "uid-a")
     store.forget("ns/a")
     assert "nodeName" not in store.snapshot_objects()[-1]["spec"]
+
+
+def test_pdbs_are_listed_watched_and_reach_the_snapshot() -> None:
+    from tidesched.kube.store import PDB
+    from tidesched.model.snapshot import build_snapshot
+
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db", "namespace": "ns"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        "status": {"disruptionsAllowed": 1},
+    }
+    with fake_api() as api:
+        api.create_many([node("n1"), pdb])
+        with informers(api) as (store, _):
+            assert store.wait_synced(5)
+            assert store.get(PDB, "ns/db")["kind"] == "PodDisruptionBudget"
+            snap = build_snapshot(store.snapshot_objects(), strict_kinds=False)
+            assert [(p.key, p.disruptions_allowed) for p in snap.pdbs] == [("ns/db", 1)] and not snap.ignored
+            # The disruption controller lowers the budget: the watch brings the change.
+            api.update(PDB, "ns/db", lambda o: o["status"].__setitem__("disruptionsAllowed", 0))
+            assert wait(lambda: store.get(PDB, "ns/db")["status"]["disruptionsAllowed"] == 0)
+            snap = build_snapshot(store.snapshot_objects(), strict_kinds=False)
+            assert [p.disruptions_allowed for p in snap.pdbs] == [0]
+            api.delete(PDB, "ns/db")
+            assert wait(lambda: store.get(PDB, "ns/db") is None)
+            assert build_snapshot(store.snapshot_objects(), strict_kinds=False).pdbs == []

@@ -347,6 +347,16 @@ def test_ignored_kinds_warn(tmp_path: Path) -> None:
     assert sc.objects == [] and len(sc.warnings) == 2 and "batch/v1 Job" in sc.warnings[1]
 
 
+def test_pdbs_are_kept_and_can_be_deleted_by_namespaced_name(tmp_path: Path) -> None:
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "shop"},
+           "spec": {"selector": {"matchLabels": {"app": "db"}}}}
+    doc = {"objects": [pdb], "events": [{"at": "1m", "delete": {"kind": "PodDisruptionBudget", "name": "shop/db"}},
+                                        {"at": "2m", "delete": {"kind": "PodDisruptionBudget", "name": "db"}}]}
+    sc = load_scenario(write(tmp_path, doc))
+    assert [m.obj["kind"] for m in sc.objects] == ["PodDisruptionBudget"] and sc.warnings == []
+    assert [e.args["name"] for e in sc.events] == ["shop/db", "default/db"]
+
+
 def test_code_built_scenario_uses_the_same_checks() -> None:
     sc = Scenario(name="trace")
     ev = sc.add_event(

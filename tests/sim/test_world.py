@@ -76,6 +76,27 @@ def test_malformed_objects_become_warnings_not_errors() -> None:
     )
 
 
+def test_pdbs_pass_through_into_the_snapshot() -> None:
+    w = make_world()
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "shop"},
+           "spec": {"selector": {"matchLabels": {"app": "db"}}}, "status": {"disruptionsAllowed": 1}}
+    w.put("PodDisruptionBudget", pdb)
+    assert w.get("PodDisruptionBudget", "shop/db") is pdb
+    assert [(p.key, p.disruptions_allowed) for p in w.snapshot().pdbs] == [("shop/db", 1)]
+    w.put("PodDisruptionBudget", {**pdb, "status": {"disruptionsAllowed": 0}})  # re-applied: replaced
+    assert [p.disruptions_allowed for p in w.snapshot().pdbs] == [0]
+    bad = {**pdb, "metadata": {"name": "bad", "namespace": "shop"}, "status": {"disruptionsAllowed": "x"}}
+    w.put("PodDisruptionBudget", bad)
+    snap = w.snapshot()
+    assert [p.key for p in snap.pdbs] == ["shop/db"]
+    assert [(e.kind, e.namespace, e.name, e.reason) for e in snap.problems] == [
+        ("PodDisruptionBudget", "shop", "bad", "InvalidObject")
+    ]
+    w.remove("PodDisruptionBudget", "shop/db")
+    w.remove("PodDisruptionBudget", "shop/bad")
+    assert w.snapshot().pdbs == []
+
+
 def test_eviction_holds_resources_for_the_grace_period() -> None:
     w = make_world(grace=30)
     w.put("Pod", pod("a", "pg"))

@@ -25,12 +25,20 @@ Rules (Volcano actions/preempt, restated):
   the candidate nodes in name order (Volcano starts at a random offset; we start at 0 so
   runs are reproducible), stopping once max(minCandidateNodesPercentage% of them,
   minCandidateNodesAbsolute), capped by maxCandidateNodesAbsolute, nodes yielded a plan.
-  On a node: remove victims in victim order until the preemptor fits, then reprieve
-  (put back) the most important removed victims that are not needed. The plan chosen
-  (ACT-6): fewest PodDisruptionBudget violations (no PDBs in the snapshot: 0 for all),
-  lowest highest-victim priority, lowest sum of victim priorities, fewest victims, latest
-  start time of the highest-priority victims, then node name. Its victims are evicted and
-  the preemptor pipelined.
+  On a node (kube-scheduler SelectVictimsOnNode): the potential victims are split into
+  PodDisruptionBudget-violating and non-violating ones (``actions.pdb``: most important
+  first, each guarding budget counting down). Remove victims until the preemptor fits —
+  non-violating ones first, violating ones only when those do not suffice, each group in
+  victim order — then reprieve (put back) the removed victims that are not needed:
+  violating ones first, then the others, the most important first in each group. The
+  plan's PDB violations are the violating victims left in it. The plan chosen (ACT-6):
+  fewest PDB violations, lowest highest-victim priority, lowest sum of victim priorities,
+  fewest victims, latest start time of the highest-priority victims, then node name. Its
+  victims are evicted and the preemptor pipelined. (kube-scheduler removes every potential
+  victim before reprieving; we keep removing only as many as the preemptor needs, so a
+  victim never removed is never reconsidered. Without budgets the order is as before.)
+* Normal preemption does not look at PodDisruptionBudgets (neither does Volcano's); the
+  Eviction API still refuses an eviction a budget does not allow (K8S-2).
 * Arguments (``configurations: - name: preempt``): ``predicateErrorCacheEnable`` is
   accepted and ignored (our predicate results are exact per call, nothing is cached
   across tasks); ``topologyAwarePreemptWorkerNum`` is accepted and ignored (the dry run is
@@ -45,6 +53,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from tidesched.actions import ARGUMENT_CHECKS, register_action
+from tidesched.actions.pdb import BudgetView, budget_view
 from tidesched.actions.victims import (
     TentativeEvictions,
     candidate_nodes,
@@ -262,6 +271,7 @@ class _Plan:
     row: int
     name: str
     victims: list["TaskInfo"]
+    violations: int = 0  # victims whose eviction violates a PodDisruptionBudget
 
 
 class _DryRun:
@@ -310,19 +320,29 @@ class _DryRun:
 
 
 def select_victims_on_node(
-    ssn: "Session", preemptor: "TaskInfo", queue: "QueueInfo", row: int, accept: TaskFilter
-) -> list["TaskInfo"] | None:
+    ssn: "Session",
+    preemptor: "TaskInfo",
+    queue: "QueueInfo",
+    row: int,
+    accept: TaskFilter,
+    budgets: BudgetView | None = None,
+) -> tuple[list["TaskInfo"], int] | None:
     """The smallest victim set (after reprieves) that lets ``preemptor`` fit on the node,
-    or None when the node cannot serve it. The session is left unchanged."""
+    most important first, and how many of them violate a PodDisruptionBudget; None when the
+    node cannot serve the preemptor. The session is left unchanged. ``budgets``: the view
+    shared by the nodes of one attempt (a fresh one when omitted)."""
     preemptees = node_tasks_sorted(ssn, row, accept)
     victims = ssn.preemptable(preemptor, preemptees) if preemptees else []
     if not validate_victims(ssn, preemptor, row, victims):
         return None
+    ordered = order_victims(ssn, victims, preemptor)  # the least important first
+    rank = {v.uid: i for i, v in enumerate(ordered)}
+    violating = (budgets or budget_view(ssn)).violating(reversed(ordered))
     run = _DryRun(ssn, preemptor, queue, row)
     try:
         removed: list[TaskInfo] = []
         fits = run.fits()
-        for victim in order_victims(ssn, victims, preemptor):
+        for victim in sorted(ordered, key=lambda v: (v.uid in violating, rank[v.uid])):
             if fits:
                 break
             run.remove(victim)
@@ -333,13 +353,14 @@ def select_victims_on_node(
             # does not fit) a node that cannot serve the preemptor yields no plan (k8s).
             return None
         chosen: list[TaskInfo] = []
-        # Reprieve the most important removed victims first (reverse eviction order).
-        for victim in reversed(removed):
+        # Reprieve the violating victims first, then the others; the most important first.
+        for victim in sorted(removed, key=lambda v: (v.uid not in violating, -rank[v.uid])):
             run.add(victim)
             if not run.fits():
                 run.remove(victim)
                 chosen.append(victim)
-        return chosen
+        chosen.sort(key=lambda v: -rank[v.uid])
+        return chosen, sum(1 for v in chosen if v.uid in violating)
     finally:
         run.close()
 
@@ -359,7 +380,7 @@ def plan_key(ssn: "Session", plan: _Plan) -> tuple:
     highest = max(prios)
     earliest = min(_start_time(ssn, v) for v in victims if v.priority == highest)
     return (
-        0,  # PodDisruptionBudget violations: the snapshot holds no PDBs
+        plan.violations,
         highest,
         sum(p + _PRIORITY_OFFSET for p in prios),
         len(victims),
@@ -381,12 +402,13 @@ def _topology_aware(
     rows = [int(r) for r in np.flatnonzero(candidates)]
     wanted = opts.num_candidates(len(rows))
     plans: list[_Plan] = []
+    budgets = budget_view(ssn)  # one view for every node of this attempt
     for row in rows:
         if len(plans) >= wanted:
             break
-        victims = select_victims_on_node(ssn, preemptor, queue, row, accept)
-        if victims is not None:
-            plans.append(_Plan(row, table.names[row], victims))
+        found = select_victims_on_node(ssn, preemptor, queue, row, accept, budgets)
+        if found is not None:
+            plans.append(_Plan(row, table.names[row], found[0], found[1]))
     if not plans:
         return False
     best = min(plans, key=lambda p: plan_key(ssn, p))

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping
 
 from tidesched.framework.session import Decisions
 from tidesched.kube.api import ApiException, Kube, error_message
-from tidesched.kube.store import POD, PODGROUP, QUEUE, VOLCANO_GROUP, VOLCANO_VERSION, ClusterStore
+from tidesched.kube.store import PDB, POD, PODGROUP, QUEUE, VOLCANO_GROUP, VOLCANO_VERSION, ClusterStore
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, parse_time, pod_task_status
 from tidesched.model.problems import Event
 from tidesched.model.quantity import QuantityError, parse_quantity
@@ -44,8 +44,10 @@ _API_VERSIONS = {
     "Node": "v1",
     "PodGroup": f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
     "Queue": f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
+    "PodDisruptionBudget": "policy/v1",
 }
-_STORE_KEYS = {"Pod": POD, "PodGroup": PODGROUP, "Queue": QUEUE, "Node": "Node"}
+_STORE_KEYS = {"Pod": POD, "PodGroup": PODGROUP, "Queue": QUEUE, "Node": "Node", "PodDisruptionBudget": PDB}
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"})
 
 
 def rfc3339(ts: float | None = None) -> str:
@@ -119,7 +121,7 @@ class EventRecorder:
         store_kind = _STORE_KEYS.get(kind)
         if store_kind is None:
             return  # malformed-object warnings with no known kind: logged by the runner only
-        key = f"{namespace}/{name}" if kind in ("Pod", "PodGroup") else name
+        key = f"{namespace}/{name}" if kind in _NAMESPACED else name
         obj = self.store.get(store_kind, key)
         if obj is None:
             return  # e.g. a PodGroup synthesised for a bare pod: the pod carries its own events
@@ -136,13 +138,13 @@ class EventRecorder:
                     return  # aggregated: counted, written later with the new count
                 s.last_write = now
             else:
-                s = _Series(None, namespace if kind in ("Pod", "PodGroup") else "default", 0, 1, now, message)
+                s = _Series(None, namespace if kind in _NAMESPACED else "default", 0, 1, now, message)
                 self._series[agg] = s
                 while len(self._series) > self.cache_size:
                     self._series.popitem(last=False)
         md = obj.get("metadata") or {}
         involved = {"apiVersion": _API_VERSIONS[kind], "kind": kind, "name": name, "uid": md.get("uid", "")}
-        if kind in ("Pod", "PodGroup"):
+        if kind in _NAMESPACED:
             involved["namespace"] = namespace
         try:
             self._queue.put_nowait((agg, {"involved": involved, "type": type_, "reason": reason}))

@@ -13,6 +13,7 @@ from datetime import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from tidesched.k8s.selectors import CompiledLabelSelector, SelectorError, compile_label_selector
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import Resource
@@ -457,6 +458,69 @@ def parse_priority_class(obj: Mapping[str, Any]) -> PriorityClass:
         name=meta.name,
         value=_int(obj.get("value"), "value"),
         global_default=bool(obj.get("globalDefault") or False),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# PodDisruptionBudgets (policy/v1)
+
+
+_MATCHES_NOTHING = compile_label_selector(None)
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    """What preemption reads of a PDB (kube-scheduler ``filterPodsWithPDBViolation``).
+
+    ``selector`` follows kube-scheduler's preemption rule: a nil *or empty* selector matches
+    no pod (unlike the Eviction API, for which an empty policy/v1 selector covers the whole
+    namespace). ``disrupted_pods``: names of pods whose eviction the API server has already
+    processed (``status.disruptedPods``); they never count against the budget again.
+    """
+
+    meta: Meta
+    selector: CompiledLabelSelector
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str]
+
+    @property
+    def key(self) -> str:
+        return self.meta.key
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    def covers(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """Whether a pod with these labels in ``namespace`` is guarded by this budget (a pod
+        without labels never is)."""
+        return bool(labels) and namespace == self.meta.namespace and self.selector.matches(labels)
+
+
+def parse_pdb(obj: Mapping[str, Any]) -> PodDisruptionBudget:
+    meta = parse_meta(obj)
+    spec = _mapping(obj, "spec", "spec")
+    status = _mapping(obj, "status", "status")
+    try:
+        selector = compile_label_selector(spec.get("selector"), "spec.selector")
+    except SelectorError as exc:
+        where, _, problem = str(exc).partition(": ")  # the message starts with the field
+        raise ObjectError(where, problem) from None
+    if selector.everything:
+        selector = _MATCHES_NOTHING
+    allowed = _int(status.get("disruptionsAllowed"), "status.disruptionsAllowed", default=0)
+    if allowed < 0:
+        raise ObjectError("status.disruptionsAllowed", f"must not be negative, got {allowed}")
+    disrupted = _mapping(status, "disruptedPods", "status.disruptedPods")
+    return PodDisruptionBudget(
+        meta=meta,
+        selector=selector,
+        disruptions_allowed=allowed,
+        disrupted_pods=frozenset(str(k) for k in disrupted),
     )
 
 

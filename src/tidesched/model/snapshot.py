@@ -17,10 +17,12 @@ from tidesched.model.objects import (
     Meta,
     Node,
     Pod,
+    PodDisruptionBudget,
     PodGroup,
     PriorityClass,
     Queue,
     parse_node,
+    parse_pdb,
     parse_pod,
     parse_podgroup,
     parse_priority_class,
@@ -38,7 +40,10 @@ _PARSERS = {
     "PodGroup": parse_podgroup,
     "Queue": parse_queue,
     "PriorityClass": parse_priority_class,
+    "PodDisruptionBudget": parse_pdb,
 }
+# Namespaced kinds: their identity (duplicates) is ``namespace/name``.
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"})
 # Kinds a scheduler snapshot does not use but that legitimately appear beside the ones it
 # does (the simulator's controllers read some of them).
 IGNORED_KINDS = frozenset(
@@ -55,7 +60,6 @@ IGNORED_KINDS = frozenset(
         "Job",
         "CronJob",
         "HorizontalPodAutoscaler",
-        "PodDisruptionBudget",
         "ClusterRole",
         "ClusterRoleBinding",
         "Role",
@@ -82,6 +86,7 @@ class ClusterSnapshot:
     podgroups: list[PodGroup] = field(default_factory=list)
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # policy/v1, for preemption
     problems: list[Event] = field(default_factory=list)  # malformed objects, skipped
     ignored: list[str] = field(default_factory=list)  # sources of objects of unused kinds
 
@@ -179,7 +184,7 @@ def build_snapshot(
                 warning(kind, ns, name, "InvalidObject", f"{source}: {kind} {ns + '/' if ns else ''}{name}: {exc}")
             )
             continue
-        ident = (kind, (ns + "/" if ns and kind in ("Pod", "PodGroup") else "") + name)
+        ident = (kind, record.key if kind in _NAMESPACED else name)  # type: ignore[union-attr]
         if ident in seen:
             snap.problems.append(
                 warning(kind, ns, name, "DuplicateObject", f"{source}: {kind} {ident[1]} also defined at {seen[ident]}; the later one wins")
@@ -195,6 +200,8 @@ def build_snapshot(
             snap.podgroups.append(record)  # type: ignore[arg-type]
         elif kind == "Queue":
             snap.queues.append(record)  # type: ignore[arg-type]
+        elif kind == "PodDisruptionBudget":
+            snap.pdbs.append(record)  # type: ignore[arg-type]
         else:
             snap.priority_classes.append(record)  # type: ignore[arg-type]
 
@@ -218,5 +225,7 @@ def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
         snap.nodes = [n for n in snap.nodes if n.name != key]
     elif kind == "Queue":
         snap.queues = [q for q in snap.queues if q.name != key]
+    elif kind == "PodDisruptionBudget":
+        snap.pdbs = [p for p in snap.pdbs if p.key != key]
     else:
         snap.priority_classes = [p for p in snap.priority_classes if p.name != key]

@@ -139,7 +139,7 @@ class Engine:
             obj = copy.deepcopy(dict(m.obj))
             kind = object_kind(obj)
             md = dict(obj.get("metadata") or {})
-            if kind in ("Pod", "PodGroup", "Job", "Deployment", "ReplicaSet"):
+            if kind in ("Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget"):
                 md.setdefault("namespace", "default")
             md.setdefault("uid", world.new_uid())
             if now > 0 or not md.get("creationTimestamp"):

@@ -45,7 +45,17 @@ EXIT_CODE_ANNOTATION = "sim.tidesched.io/exit-code"  # non-zero: the pod ends Fa
 
 VOLCANO_JOB_API = "batch.volcano.sh"
 # Kinds the simulated world keeps and acts on.
-WORLD_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Job", "Deployment", "ReplicaSet", "Pod")
+WORLD_KINDS = (
+    "Node",
+    "Queue",
+    "PriorityClass",
+    "PodGroup",
+    "Job",
+    "Deployment",
+    "ReplicaSet",
+    "Pod",
+    "PodDisruptionBudget",
+)
 
 SCENARIO_FILE_NAMES = ("scenario.yaml", "scenario.yml")
 
@@ -428,7 +438,7 @@ def make_event(
         if kind not in WORLD_KINDS:
             raise ScenarioError(f"{where}.kind: expected one of {', '.join(WORLD_KINDS)}, got {kind!r}")
         name = _name_arg(m.get("name"), f"{where}.name")
-        if kind in ("Pod", "PodGroup", "Job", "Deployment", "ReplicaSet"):
+        if kind in ("Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget"):
             name = _namespaced(name)
         elif "/" in name:
             raise ScenarioError(f"{where}.name: {kind} is not namespaced, got {name!r}")

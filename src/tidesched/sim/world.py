@@ -38,6 +38,7 @@ from tidesched.model.objects import (
     DEFAULT_QUEUE,
     GROUP_NAME_ANNOTATION,
     parse_node,
+    parse_pdb,
     parse_pod,
     parse_podgroup,
     parse_priority_class,
@@ -56,7 +57,7 @@ from tidesched.sim.scenario import (
 
 # Simulated t=0 is 2025-01-01T00:00:00Z: timestamps on objects are real RFC 3339 times.
 EPOCH = 1735689600.0
-NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet"})
+NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget"})
 FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
 
 Listener = Callable[[str, str, "dict[str, Any] | None", "dict[str, Any] | None", str], None]
@@ -216,6 +217,8 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "PodGroup": parse_podgroup,
     "Queue": parse_queue,
     "PriorityClass": parse_priority_class,
+    # Passed through as written: no disruption controller recomputes the status.
+    "PodDisruptionBudget": parse_pdb,
 }
 _SNAPSHOT_KINDS = tuple(_PARSERS)
 _OWNED_KINDS = frozenset({"ReplicaSet", "PodGroup"})
@@ -401,6 +404,7 @@ class World:
             "PodGroup": snap.podgroups,
             "Queue": snap.queues,
             "PriorityClass": snap.priority_classes,
+            "PodDisruptionBudget": snap.pdbs,
         }
         for kind in _SNAPSHOT_KINDS:
             rev = self._kind_rev[kind]
