@@ -201,3 +201,12 @@ def test_queue_allocated_rolls_up_to_ancestors_under_root() -> None:
     assert alloc["a"].milli_cpu == 2000
     assert alloc["b"].milli_cpu == 1000
     assert alloc["root"].milli_cpu == 3000
+
+
+def test_run_reports_each_action_and_decides_as_without_the_callback() -> None:
+    objs = [node("n1", cpu="2"), podgroup("pg", 2)] + [pod(f"p{k}", "pg", cpu="1") for k in range(2)]
+    seen: list[tuple[str, float]] = []
+    with_cb = _session(objs).run(on_action=lambda name, seconds: seen.append((name, seconds)))
+    assert [name for name, _ in seen] == config_from_text(BASIC_CONFIG).actions
+    assert all(seconds >= 0 for _, seconds in seen)
+    assert with_cb.to_json() == _session(objs).run().to_json()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
+import urllib.error
+import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -19,6 +22,24 @@ FAST_COMPONENTS: dict[str, dict[str, Any]] = {
     "binder": {"retry_delay": 0.02},
     "evictor": {"retry_delay": 0.02, "max_retry_after": 0.05},
 }
+
+
+class ManualClock:
+    """A monotonic clock that moves only when the test says so (leader election): lease expiry
+    and renew deadlines then happen exactly when the test advances time, never because a thread
+    was starved for a moment on a loaded machine."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self._now = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += seconds
 
 
 @contextmanager
@@ -76,9 +97,9 @@ def make_runner(api: FakeApiServer, tmp_path: Path, config: str = BASIC_CONFIG, 
         scheduler_conf=str(conf),
         schedule_period=opts.pop("schedule_period", 0.1),
         watch_timeout=5,
-        drain_timeout=3.0,
+        drain_timeout=opts.pop("drain_timeout", 3.0),
         informer_options=dict(FAST_INFORMER),
-        component_options=FAST_COMPONENTS,
+        component_options={**FAST_COMPONENTS, **opts.pop("component_options", {})},
         **opts,
     )
     return Runner(options)
@@ -89,3 +110,12 @@ def bound_nodes(api: FakeApiServer) -> dict[str, str]:
         f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"].get("nodeName", "")
         for p in api.list("Pod")
     }
+
+
+def http_get(port: int, path: str) -> tuple[int, str]:
+    """GET on 127.0.0.1: (status, body), error statuses included."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()

@@ -30,11 +30,11 @@ def test_eviction_api_marks_releasing_until_the_watch_shows_deletion() -> None:
     with fake_api() as api:
         api.create_many([node("n1"), pod("v", node="n1", phase="Running")])
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             ev, rec = _evictor(api, store)
             assert ev.submit(["ns/v"], {"ns/v": "reclaimed"}) == 1
             assert ev.submit(["ns/v"], {}) == 0  # in flight: not evicted twice
-            assert ev.drain(5)
+            assert ev.drain(10)
             assert api.count("POST", r"/pods/v/eviction$", 201) == 1
             assert wait(lambda: "ns/v" not in store.releasing)
             assert store.get(POD, "ns/v")["metadata"].get("deletionTimestamp")  # graceful: kubelet's turn
@@ -48,10 +48,10 @@ def test_429_is_retried_until_the_budget_allows() -> None:
         api.create_many([node("n1"), pod("v", node="n1", phase="Running")])
         api.evict_429["ns/v"] = 2
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             ev, rec = _evictor(api, store)
             ev.submit(["ns/v"], {})
-            assert ev.drain(5)
+            assert ev.drain(10)
             assert api.count("POST", r"/pods/v/eviction$", 429) == 2
             assert api.count("POST", r"/pods/v/eviction$", 201) == 1 and ev.evicted == 1
             ev.stop()
@@ -64,13 +64,13 @@ def test_a_pdb_that_allows_nothing_blocks_and_is_reported() -> None:
             [node("n1"), pod("v", node="n1", phase="Running", labels={"app": "db"}), _pdb("db", 0, app="db")]
         )
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             ev, rec = _evictor(api, store, retries=2)
             ev.submit(["ns/v"], {})
-            assert ev.drain(5)
+            assert ev.drain(10)
             assert ev.failed == 1 and "ns/v" not in store.releasing  # the next session decides again
             assert not api.get("Pod", "ns/v")["metadata"].get("deletionTimestamp")
-            assert rec.flush(5)
+            assert rec.flush(10)
             blocked = [e for e in api.list("Event") if e["reason"] == "EvictionBlocked"]
             assert blocked and "disruption budget" in blocked[0]["message"]
             ev.stop()
@@ -83,12 +83,25 @@ def test_delete_mode_uses_grace_period_and_uid_precondition() -> None:
             [node("n1"), pod("v", node="n1", phase="Running"), pod("w", node="n1", phase="Running")]
         )
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             ev, rec = _evictor(api, store, mode="delete", grace_period=0)
             ev.submit(["ns/v", "ns/w", "ns/gone"], {})
-            assert ev.drain(5)
+            assert ev.drain(10)
             assert api.count("DELETE", r"/pods/[vw]$", 200) == 2
             assert api.count("POST", r"/eviction$") == 0
             assert wait(lambda: store.get(POD, "ns/v") is None and store.get(POD, "ns/w") is None)
+            ev.stop()
+            rec.stop()
+
+
+def test_nothing_is_evicted_once_sending_is_no_longer_allowed() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), pod("v", node="n1", phase="Running")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(10)
+            ev, rec = _evictor(api, store, may_send=lambda: False)  # the lease is already lost
+            assert ev.submit(["ns/v"], {}) == 1 and ev.drain(10)
+            assert ev.dropped == 1 and ev.evicted == 0 and "ns/v" not in store.releasing
+            assert api.count("POST", r"/eviction$") == 0
             ev.stop()
             rec.stop()

@@ -4,16 +4,19 @@ restart safety (REL-3), and the run/quota/explain commands."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import threading
-import urllib.request
 from pathlib import Path
 
 import yaml
 from typer.testing import CliRunner
 
 from builders import BASIC_CONFIG, node, pod, podgroup, queue
-from kube_helpers import bound_nodes, fake_api, make_runner, wait
+from kube_helpers import ManualClock, bound_nodes, fake_api, http_get, make_runner, wait
 from tidesched.cli import app
+from tidesched.kube.api import Kube, api_client_for
 from tidesched.kube.commands import options_from_args, run_main, run_parser
 from tidesched.kube.runner import Runner, parse_duration
 from tidesched.kube.store import POD
@@ -23,14 +26,6 @@ def _start(r: Runner) -> threading.Thread:
     t = threading.Thread(target=r.run, daemon=True)
     t.start()
     return t
-
-
-def _get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def test_run_schedules_writes_status_and_serves_endpoints(tmp_path: Path) -> None:
@@ -61,7 +56,7 @@ def test_run_schedules_writes_status_and_serves_endpoints(tmp_path: Path) -> Non
         t = _start(r)
         try:
             # Enqueue in one session, bind in the next; a bare pod runs as a one-member job.
-            assert wait(lambda: all(bound_nodes(api)[k] for k in ("ns/g0", "ns/g1", "ns/bare")), 5)
+            assert wait(lambda: all(bound_nodes(api)[k] for k in ("ns/g0", "ns/g1", "ns/bare")), 10)
             assert not bound_nodes(api)["ns/huge"]
             # Another scheduler's pod uses 3 of n1's 4 CPUs: nothing of ours fits beside it twice.
             placed = [v for k, v in bound_nodes(api).items() if k != "ns/other" and v]
@@ -80,17 +75,18 @@ def test_run_schedules_writes_status_and_serves_endpoints(tmp_path: Path) -> Non
                 lambda: api.get("Queue", "default").get("status", {}).get("allocated", {}).get("cpu") == "3",
                 5,
             )
-            assert r.recorder.flush(5)
+            assert r.recorder.flush(10)
             failed = [e for e in api.list("Event") if e["reason"] == "FailedScheduling"]
             assert len(failed) == 1 and failed[0]["involvedObject"]["name"] == "huge"
             n = r.sessions
-            assert wait(lambda: r.sessions >= n + 5, 5)  # more sessions: still one event object
-            assert r.recorder.flush(5)
+            assert wait(lambda: r.sessions >= n + 5, 10)  # more sessions: still one event object
+            assert r.recorder.flush(10)
             assert len([e for e in api.list("Event") if e["reason"] == "FailedScheduling"]) == 1
             assert api.binds.most_common(1)[0][1] == 1  # nobody bound twice
 
+            assert wait(lambda: r.binder.bound == 3, 10)  # the replies reached the workers too
             port = r.servers[0].port
-            code, body = _get(port, "/metrics")
+            code, body = http_get(port, "/metrics")
             assert code == 200
             for name in (
                 "tidesched_session_duration_seconds_count",
@@ -101,15 +97,15 @@ def test_run_schedules_writes_status_and_serves_endpoints(tmp_path: Path) -> Non
                 'tidesched_cluster_allocatable{resource="cpu"} 8.0',
             ):
                 assert name in body, name
-            code, body = _get(port, "/api/v1/queues")
+            code, body = http_get(port, "/api/v1/queues")
             quota = json.loads(body)
             assert code == 200 and quota["queues"]["default"]["cpu"]["used"] == 3.0
             assert quota["queues"]["default"]["cpu"]["pending"] == 64.0
             hport = r.servers[-1].port  # same address: one server serves both
-            assert _get(hport, "/healthz")[0] == 200 and _get(hport, "/readyz")[0] == 200
+            assert http_get(hport, "/healthz")[0] == 200 and http_get(hport, "/readyz")[0] == 200
         finally:
             r.stop()
-            t.join(5)
+            t.join(10)
 
 
 def test_first_session_waits_for_every_cache(tmp_path: Path) -> None:
@@ -119,35 +115,71 @@ def test_first_session_waits_for_every_cache(tmp_path: Path) -> None:
         r = make_runner(api, tmp_path, enable_healthz=True, healthz_address="127.0.0.1:0")
         t = _start(r)
         try:
-            assert wait(lambda: r.store.get(POD, "ns/a") is not None, 3)
-            assert not wait(lambda: r.sessions > 0, 0.4)
-            assert _get(r.servers[0].port, "/readyz")[0] == 503
+            assert wait(lambda: r.store.get(POD, "ns/a") is not None, 10)
+            # The node list has failed again and again ...
+            assert wait(lambda: any(i.rtype.kind == "Node" and i.errors >= 3 for i in r.informers), 10)
+            assert not r.store.synced() and r.sessions == 0  # ... so no session has run
+            assert http_get(r.servers[0].port, "/readyz")[0] == 503
             api.faults.clear()
-            assert wait(lambda: bound_nodes(api)["ns/a"] == "n1", 5)
+            assert wait(lambda: bound_nodes(api)["ns/a"] == "n1", 10)
         finally:
             r.stop()
-            t.join(5)
+            t.join(10)
+
+
+def _configmap_update(mount: Path, text: str) -> None:
+    """Update a mounted ConfigMap as the kubelet does: the new content goes into a fresh
+    directory and the ``..data`` symlink is swapped atomically; the file name itself is a
+    symlink through ``..data``. A reader never sees a half-written file."""
+    version = mount / f"..v{len(list(mount.glob('..v*')))}"
+    version.mkdir()
+    (version / "scheduler.conf").write_text(text)
+    tmp = mount / "..data_tmp"
+    tmp.symlink_to(version.name)
+    tmp.replace(mount / "..data")
+    link = mount / "scheduler.conf"
+    if not link.is_symlink():
+        link.symlink_to("..data/scheduler.conf")
 
 
 def test_config_reload_keeps_the_last_good_config(tmp_path: Path) -> None:
     with fake_api() as api:
-        api.create_many([node("n1")])
-        r = make_runner(api, tmp_path)
-        conf = Path(r.options.scheduler_conf or "")
+        api.create_many([node("n1"), queue("default"), pod("a")])
+        _configmap_update(tmp_path, BASIC_CONFIG)
+        r = make_runner(api, tmp_path)  # --scheduler-conf=<mount>/scheduler.conf
+        rejected = r.metrics.config_reloads.labels("rejected")
+        applied = r.metrics.config_reloads.labels("applied")
         t = _start(r)
         try:
-            assert wait(lambda: r.sessions > 0, 3)
+            assert wait(lambda: r.sessions > 0, 10)
             good = r.config
-            conf.write_text('actions: "enqueue, allocate, nosuchaction"\ntiers: []\n')
-            assert wait(lambda: r.metrics.config_reloads.labels("rejected")._value.get() == 1, 3)
-            assert r.config is good
+            _configmap_update(tmp_path, 'actions: "enqueue, allocate, nosuchaction"\ntiers: []\n')
+            assert wait(lambda: rejected._value.get() == 1, 10)
+            assert r.config is good and applied._value.get() == 0
             n = r.sessions
-            assert wait(lambda: r.sessions > n + 2, 3)  # still scheduling with the old one
-            conf.write_text(BASIC_CONFIG.replace('"enqueue, allocate, backfill"', '"enqueue, allocate"'))
-            assert wait(lambda: r.config.actions == ["enqueue", "allocate"], 3)
+            assert wait(lambda: r.sessions > n + 2, 10)  # still scheduling, with the last good config
+            assert r.config is good
+            assert rejected._value.get() == 1  # refused once, not re-read every session
+            assert wait(lambda: bound_nodes(api)["ns/a"] == "n1", 10)
+            fewer = BASIC_CONFIG.replace('"enqueue, allocate, backfill"', '"enqueue, allocate"')
+            _configmap_update(tmp_path, fewer)
+            assert wait(lambda: r.config.actions == ["enqueue", "allocate"], 10)
+            assert applied._value.get() == 1 and rejected._value.get() == 1
+
+            def runs(action: str) -> float:
+                sample = r.metrics.registry.get_sample_value(
+                    "tidesched_action_duration_seconds_count", {"action": action}
+                )
+                return sample or 0.0
+
+            n, backfills, allocates = r.sessions, runs("backfill"), runs("allocate")
+            assert wait(lambda: r.sessions > n + 2, 10)
+            # Sessions after the reload run the new action list (the config is swapped at the top
+            # of a loop turn, before that turn's session starts).
+            assert runs("allocate") >= allocates + 2 and runs("backfill") == backfills
         finally:
             r.stop()
-            t.join(5)
+            t.join(10)
 
 
 def test_restart_between_decisions_and_binds_never_double_binds(tmp_path: Path) -> None:
@@ -156,10 +188,13 @@ def test_restart_between_decisions_and_binds_never_double_binds(tmp_path: Path) 
     pods = [pod(f"p{i}", cpu="1") for i in range(8)]
     with fake_api() as api:
         api.create_many([node("n1", cpu="4"), node("n2", cpu="4"), queue("default")] + pods)
-        first = make_runner(api, tmp_path)
-        first.binder.start = lambda: None  # type: ignore[method-assign]  # no workers: binds stay queued
+        first = make_runner(api, tmp_path, switch_interval=None)
+        # No writer threads: its binds stay queued, and nothing but the binds sent below by hand
+        # ever leaves this scheduler (no status, no events) — as if it died right after deciding.
+        for component in (first.binder, first.evictor, first.status, first.recorder):
+            component.start = lambda: None  # type: ignore[method-assign]
         first.start()
-        assert first.store.wait_synced(5)
+        assert first.store.wait_synced(10)
         decisions = first.run_once()  # one-member jobs: enqueue and allocate in the same session
         if not decisions.bound:
             decisions = first.run_once()
@@ -175,28 +210,38 @@ def test_restart_between_decisions_and_binds_never_double_binds(tmp_path: Path) 
             first.kube.call(first.kube.core.create_namespaced_pod_binding, name, ns, body)
         for inf in first.informers:  # the crash: no drain, no release, nothing written after
             inf.stop()
+        assert first.binder.pending() == 8  # all eight decided; four of them reached the API server
+        before_restart = len(api.requests)
 
         second = make_runner(api, tmp_path)
         t = _start(second)
         try:
-            assert wait(lambda: all(bound_nodes(api).values()), 5)
+            assert wait(lambda: all(bound_nodes(api).values()), 10)
             assert all(api.binds[f"ns/p{i}"] == 1 for i in range(8))
             assert api.count("POST", r"/binding$", 409) == 0  # never even tried twice
-            # The second scheduler's decisions are its own, from the cluster as it found it.
-            rebound = {k for k, n in api.binds.items() if n} - set(sent)
+            # The second scheduler bound exactly what it found unbound, by its own decisions.
+            rebound = {
+                "ns/" + path.split("/")[-2]
+                for method, path, _code in api.requests[before_restart:]
+                if method == "POST" and path.endswith("/binding")
+            }
             assert rebound == {f"ns/p{i}" for i in range(8)} - set(sent)
+            assert second.last_decisions is not None and second.sessions >= 1
             used: dict[str, int] = {}
             for v in bound_nodes(api).values():
                 used[v] = used.get(v, 0) + 1
             assert used == {"n1": 4, "n2": 4}  # 8 one-CPU pods on two 4-CPU nodes: no overcommit
         finally:
             second.stop()
-            t.join(5)
+            t.join(10)
 
 
 def test_sigterm_drains_binds_and_releases_the_lease(tmp_path: Path) -> None:
+    """stop() (what the SIGTERM handler calls) while binds are in flight: the loop stops, the
+    binds already sent complete, and only then is the Lease released; run() returns 0."""
     with fake_api() as api:
         api.create_many([node("n1", cpu="8"), queue("default")] + [pod(f"p{i}") for i in range(4)])
+        api.hold("POST", r"/binding$")  # every bind stays in flight at the API server
         r = make_runner(
             api,
             tmp_path,
@@ -205,16 +250,43 @@ def test_sigterm_drains_binds_and_releases_the_lease(tmp_path: Path) -> None:
             lease_duration=2.0,
             renew_deadline=1.0,
             retry_period=0.1,
+            drain_timeout=120.0,  # only a guard: the drain ends when the binds do
+            component_options={"elector": {"clock": ManualClock()}},  # the lease cannot be lost by a stall
         )
         codes: list[int] = []
         t = threading.Thread(target=lambda: codes.append(r.run()))
         t.start()
-        assert wait(lambda: r.sessions > 0, 5)
-        r.stop()  # what the SIGTERM handler does
-        t.join(5)
-        assert codes == [0]
-        assert r.binder.pending() == 0
-        assert api.get("Lease", "volcano-system/vc-scheduler")["spec"]["holderIdentity"] == ""
+        try:
+            assert wait(lambda: len(api.held_paths()) == 4, 10)
+            sessions = r.sessions
+            r.stop()  # SIGTERM
+            # Draining: the lease is still ours and run() has not returned, for as long as the
+            # binds are in flight (they are held, so this is not a race).
+            assert r.binder.pending() == 4 and t.is_alive()
+            assert api.get("Lease", "volcano-system/vc-scheduler")["spec"]["holderIdentity"] == "me"
+            api.unhold()
+            assert api.release_held(execute=True) == 4
+            t.join(30)
+            assert not t.is_alive() and codes == [0]
+            assert r.binder.pending() == 0 and r.binder.bound == 4
+            assert all(api.binds[f"ns/p{i}"] == 1 for i in range(4))
+            assert r.sessions <= sessions + 1  # at most the session already running when stopped
+            # The Lease was released after the last bind was carried out, not before (the API
+            # server's history orders the writes).
+            history = api.state.history
+            last_bind = max(
+                rv for rv, plural, _e, o in history if plural == "pods" and o["spec"].get("nodeName")
+            )
+            release = min(
+                rv for rv, plural, _e, o in history if plural == "leases" and not o["spec"]["holderIdentity"]
+            )
+            assert last_bind < release
+            assert api.get("Lease", "volcano-system/vc-scheduler")["spec"]["holderIdentity"] == ""
+        finally:
+            api.unhold()
+            api.release_held(execute=False)
+            r.stop()
+            t.join(30)
 
 
 def test_run_accepts_vc_scheduler_arguments() -> None:
@@ -273,6 +345,24 @@ def _kubeconfig(tmp_path: Path, url: str) -> Path:
     return p
 
 
+def test_master_overrides_the_kubeconfig_server_and_keeps_its_credentials(tmp_path: Path) -> None:
+    with fake_api() as api:
+        api.create(node("n1"))
+        kc = _kubeconfig(tmp_path, "https://unreachable.invalid:6443")
+        before = kc.read_text()
+        client = api_client_for(str(kc), host=api.url)
+        try:
+            cfg = client.configuration
+            assert cfg.host == api.url and "Bearer t" in cfg.api_key.values()
+            kube = Kube(client)
+            assert [n["metadata"]["name"] for n in kube.call(kube.core.list_node)["items"]] == ["n1"]
+        finally:
+            client.close()
+        assert kc.read_text() == before  # never written back
+        o = options_from_args(run_parser().parse_args([f"--kubeconfig={kc}", f"--master={api.url}"]))
+        assert (o.kubeconfig, o.host) == (str(kc), api.url)
+
+
 def test_quota_and_explain_against_a_live_cluster(tmp_path: Path) -> None:
     with fake_api() as api:
         api.create_many(
@@ -302,40 +392,116 @@ def test_quota_and_explain_against_a_live_cluster(tmp_path: Path) -> None:
         assert not [m for m, _p, _s in api.requests if m != "GET"]
 
 
-def test_tidesched_run_process_schedules_and_exits_0_on_sigterm(tmp_path: Path) -> None:
-    import signal
-    import subprocess
-    import sys
-
-    with fake_api() as api:
-        api.create_many([node("n1"), queue("default"), pod("a")])
-        conf = tmp_path / "c.conf"
-        conf.write_text(BASIC_CONFIG)
-        proc = subprocess.Popen(
+def _run_process(api: str | Path, conf: Path, log: Path, *extra: str) -> subprocess.Popen:
+    """``tidesched run`` as a real process against the fake API (its URL, or a kubeconfig file
+    naming it), its output in ``log`` (a file, not a pipe nobody reads while it runs)."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "tidesched.cli",
                 "run",
-                f"--master={api.url}",
+                f"--kubeconfig={api}" if isinstance(api, Path) else f"--master={api}",
                 f"--scheduler-conf={conf}",
                 "--schedule-period=100ms",
-                "--leader-elect",
-                "--leader-elect-lease-duration=2s",
-                "--leader-elect-renew-deadline=1s",
-                "--leader-elect-retry-period=100ms",
                 "-v=0",
-                "2>&1",
+                *extra,
             ],
-            stdout=subprocess.PIPE,
+            stdout=out,
             stderr=subprocess.STDOUT,
         )
+
+
+def _output(log: Path) -> str:
+    return log.read_text(errors="replace")[-4000:]
+
+
+def test_tidesched_run_process_schedules_and_exits_0_on_sigterm(tmp_path: Path) -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), queue("default"), pod("a")])
+        conf = tmp_path / "c.conf"
+        conf.write_text(BASIC_CONFIG)
+        # A fresh Lease is taken at once; long durations so that no stall of this loaded
+        # process can cost it the lease before the SIGTERM (which would make it exit 1).
+        log = tmp_path / "run.log"
+        proc = _run_process(
+            _kubeconfig(tmp_path, api.url),
+            conf,
+            log,
+            "--leader-elect",
+            "--leader-elect-lease-duration=60s",
+            "--leader-elect-renew-deadline=40s",
+            "--leader-elect-retry-period=100ms",
+            "2>&1",
+        )
         try:
-            assert wait(lambda: bound_nodes(api)["ns/a"] == "n1", 15)
+            assert wait(lambda: bound_nodes(api)["ns/a"] == "n1", 30), _output(log)
             proc.send_signal(signal.SIGTERM)
-            assert proc.wait(10) == 0, proc.stdout.read() if proc.stdout else ""
+            assert proc.wait(30) == 0, _output(log)
             assert api.get("Lease", "volcano-system/vc-scheduler")["spec"]["holderIdentity"] == ""
         finally:
             if proc.poll() is None:
                 proc.kill()
-                proc.wait(5)
+                proc.wait(10)
+
+
+def test_sigkill_between_decisions_and_binds_then_restart(tmp_path: Path) -> None:
+    """REL-3 with a real process and a real kill: the scheduler has decided every pod, half of
+    the binding calls are answered, the other half are still in flight at the API server when
+    the process is SIGKILLed. Of those, one had reached the server (it lands after the crash),
+    the others never arrive. A new process rebuilds everything from the cluster: it binds only
+    what is still unbound, with decisions of its own, and no pod is bound twice."""
+    gang = [pod(f"t{i}", "train", cpu="1") for i in range(4)]
+    bare = [pod(f"b{i}", cpu="1") for i in range(4)]
+    with fake_api() as api:
+        api.create_many(
+            [node("n1", cpu="4"), node("n2", cpu="4"), queue("default")]
+            + [podgroup("train", 4, phase="Pending")]
+            + gang
+            + bare
+        )
+        held = r"/pods/(t2|t3|b2|b3)/binding$"
+        api.hold("POST", held)
+        conf = tmp_path / "c.conf"
+        conf.write_text(BASIC_CONFIG)
+        first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+        first = _run_process(api.url, conf, first_log)
+        try:
+            assert wait(lambda: len(api.held_paths()) == 4, 30), _output(first_log)
+            assert wait(lambda: api.count("POST", r"/binding$", 201) == 4, 30), _output(first_log)
+            first.kill()  # SIGKILL: no drain, no cleanup, nothing more leaves the process
+            assert first.wait(10) == -signal.SIGKILL
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait(10)
+        assert {k for k, n in api.binds.items() if n} == {"ns/t0", "ns/t1", "ns/b0", "ns/b1"}
+        api.unhold()
+        assert api.release_held(r"/pods/t2/", execute=True) == 1  # reached the server before the crash
+        assert api.release_held(execute=False) == 3  # never arrived
+        assert wait(lambda: not api.held_paths() and api.binds["ns/t2"] == 1, 10)
+        before_restart = len(api.requests)
+
+        second = _run_process(api.url, conf, second_log)
+        try:
+            assert wait(lambda: all(bound_nodes(api).values()), 30), _output(second_log)
+            assert all(api.binds[f"ns/{p['metadata']['name']}"] == 1 for p in gang + bare)
+            assert api.count("POST", r"/binding$", 409) == 0  # not even an attempt at a bound pod
+            # The new process bound exactly what the cluster showed unbound, by its own decisions.
+            rebound = {
+                path.split("/")[-2]
+                for method, path, _code in api.requests[before_restart:]
+                if method == "POST" and path.endswith("/binding")
+            }
+            assert rebound == {"t3", "b2", "b3"}
+            used: dict[str, int] = {}
+            for v in bound_nodes(api).values():
+                used[v] = used.get(v, 0) + 1
+            assert used == {"n1": 4, "n2": 4}  # nothing counted twice: no node overcommitted
+            second.send_signal(signal.SIGTERM)
+            assert second.wait(30) == 0, _output(second_log)
+        finally:
+            if second.poll() is None:
+                second.kill()
+                second.wait(10)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 from builders import node, pod, podgroup, queue
-from kube_helpers import fake_api, informers, kube_for, wait
+from kube_helpers import ManualClock, fake_api, informers, kube_for, wait
 from tidesched.framework.session import Decisions
 from tidesched.kube.status import EventRecorder, StatusBatch, StatusWriter
 from tidesched.kube.store import PODGROUP, QUEUE, ClusterStore
@@ -46,7 +44,7 @@ def test_podgroup_status_written_once_and_only_on_change() -> None:
             ]
         )
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             w = StatusWriter(kube_for(api), store)
             d = _decisions(podgroups={"ns/pg": "Inqueue"}, podgroup_conditions={"ns/pg": [UNSCHED]})
             w.write(StatusBatch(d, {}))
@@ -75,7 +73,7 @@ def test_status_subresource_is_used_when_the_crd_has_one() -> None:
     with fake_api(status_subresources=("queues", "podgroups")) as api:
         api.create(podgroup("pg", 1, phase="Pending"))
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             w = StatusWriter(kube_for(api), store)
             w.write(StatusBatch(_decisions(podgroups={"ns/pg": "Inqueue"}), {}))
             assert api.count("PUT", r"/podgroups/pg/status$", 200) == 1
@@ -112,7 +110,7 @@ def test_injected_409_is_retried() -> None:
     with fake_api(status_subresources=("queues", "podgroups")) as api:
         api.create(podgroup("pg", 1, phase="Pending"))
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             api.fail("PUT", r"/podgroups/pg/status$", 409, times=2)
             w = StatusWriter(kube_for(api), store)
             w.write(StatusBatch(_decisions(podgroups={"ns/pg": "Inqueue"}), {}))
@@ -124,7 +122,7 @@ def test_pending_pod_gets_podscheduled_false_once() -> None:
     with fake_api() as api:
         api.create_many([node("n1"), pod("p", "pg")])
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             w = StatusWriter(kube_for(api), store)
             msg = "0/1 nodes are unavailable: 1 Insufficient cpu."
             d = _decisions(events=[Event("Pod", "ns", "p", "Warning", "FailedScheduling", msg)])
@@ -146,12 +144,12 @@ def test_writer_thread_keeps_only_the_latest_batch() -> None:
     with fake_api() as api:
         api.create(podgroup("pg", 1, phase="Pending"))
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             w = StatusWriter(kube_for(api), store)
             w.start()
             for phase in ("Inqueue", "Running", "Running", "Running"):
                 w.submit(StatusBatch(_decisions(podgroups={"ns/pg": phase}), {}))
-            assert w.flush(5)
+            assert w.flush(10)
             assert api.get("PodGroup", "ns/pg")["status"]["phase"] == "Running"
             assert api.count("PUT", r"/podgroups/pg/status$") <= 2
             w.stop()
@@ -161,49 +159,49 @@ def test_events_are_aggregated_per_object_and_reason() -> None:
     with fake_api() as api:
         api.create_many([pod("p"), queue("q"), podgroup("pg")])
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
-            rec = EventRecorder(kube_for(api), store, interval=0.3)
+            assert store.wait_synced(10)
+            clock = ManualClock()  # the aggregation interval passes only when the test says so
+            rec = EventRecorder(kube_for(api), store, interval=60.0, clock=clock)
             rec.start()
-            for i in range(5):  # five sessions in a row say the pod is pending
-                rec.record(
-                    "Pod", "ns", "p", "Warning", "FailedScheduling", f"0/1 nodes are unavailable ({i})"
-                )
+            rec.record("Pod", "ns", "p", "Warning", "FailedScheduling", "0/1 nodes are unavailable (0)")
             rec.record("Queue", "", "q", "Warning", "QuotaExceeded", "queue q is full")
             rec.record("PodGroup", "ns", "pg", "Warning", "Unschedulable", "gang")
             rec.record("PodGroup", "ns", "podgroup-synthesised", "Warning", "Unschedulable", "no such object")
-            assert rec.flush(5)
+            assert rec.flush(10)
             evs = {e["involvedObject"]["name"]: e for e in api.list("Event")}
-            assert set(evs) == {"p", "q", "pg"}
-            # One Event object carrying the count, not five.
-            assert evs["p"]["count"] == 5 and api.count("POST", r"/events$") == 3
+            assert set(evs) == {"p", "q", "pg"}  # no Event for an object the API server lacks
+            assert evs["p"]["count"] == 1 and api.count("POST", r"/events$") == 3
             assert evs["q"]["metadata"]["namespace"] == "default"  # cluster-scoped object
-            time.sleep(0.35)
+            # Four more sessions say the pod is still pending: counted, nothing written.
+            for i in range(1, 5):
+                clock.advance(10.0)
+                rec.record(
+                    "Pod", "ns", "p", "Warning", "FailedScheduling", f"0/1 nodes are unavailable ({i})"
+                )
+            assert rec.flush(10)
+            assert api.count("POST", r"/events$") == 3 and api.count("PATCH", r"/events/") == 0
+            # The interval has passed: the next repeat rewrites the one Event with the count.
+            clock.advance(20.0)
             rec.record("Pod", "ns", "p", "Warning", "FailedScheduling", "0/1 nodes are unavailable (5)")
-            assert rec.flush(5)
+            assert rec.flush(10)
             e = api.get("Event", f"ns/{evs['p']['metadata']['name']}")
             assert e["count"] == 6 and e["message"].endswith("(5)")
-            assert api.count("PATCH", r"/events/") == 1
+            assert api.count("PATCH", r"/events/") == 1 and api.count("POST", r"/events$") == 3
+            assert len(api.list("Event")) == 3
             rec.stop()
 
 
-def test_a_malformed_pdb_gets_its_warning_event() -> None:
-    from tidesched.model.snapshot import build_snapshot
-
-    bad = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "ns"},
-           "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "Bogus"}]}}}
+def test_events_recorded_before_the_writer_runs_go_out_as_one() -> None:
     with fake_api() as api:
-        api.create(bad)
+        api.create(pod("p"))
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
-            snap = build_snapshot(store.snapshot_objects(), strict_kinds=False)
-            assert snap.pdbs == [] and [e.reason for e in snap.problems] == ["InvalidObject"]
-            rec = EventRecorder(kube_for(api), store, interval=60)
+            assert store.wait_synced(10)
+            rec = EventRecorder(kube_for(api), store, interval=60.0, clock=ManualClock())
+            for i in range(5):  # the writer thread has not started: all five are pending
+                rec.record("Pod", "ns", "p", "Warning", "FailedScheduling", f"pending ({i})")
             rec.start()
-            rec.record_all(snap.problems)
-            assert rec.flush(5)
-            (ev,) = api.list("Event")
-            assert ev["metadata"]["namespace"] == "ns" and ev["type"] == "Warning"
-            assert {k: ev["involvedObject"][k] for k in ("apiVersion", "kind", "namespace", "name")} == {
-                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "namespace": "ns", "name": "db"}
-            assert "Bogus" in ev["message"]
+            assert rec.flush(10)
+            (e,) = api.list("Event")
+            assert e["count"] == 5 and e["message"] == "pending (4)"
+            assert api.count("POST", r"/events$") == 1
             rec.stop()

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from builders import node, pod, podgroup, queue
-from kube_helpers import fake_api, informers, wait
-from tidesched.kube.store import NODE, POD, PODGROUP, QUEUE, ClusterStore
+from kube_helpers import FAST_INFORMER, fake_api, informers, kube_for, wait
+from tidesched.kube.store import (
+    NODE,
+    POD,
+    PODGROUP,
+    PRIORITY_CLASS,
+    QUEUE,
+    RESOURCE_TYPES,
+    ClusterStore,
+    Informer,
+)
 
 
 def test_list_then_watch_follows_adds_updates_deletes() -> None:
     with fake_api() as api:
         api.create_many([node("n1"), node("n2"), queue("q"), podgroup("pg"), pod("a", "pg")])
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             # List items of built-in kinds come without kind: the store puts it back for the core.
             assert store.get(NODE, "n1")["kind"] == "Node"
             assert store.get(POD, "ns/a")["kind"] == "Pod"
@@ -34,7 +43,7 @@ def test_list_in_pages_and_only_whole_lists_enter_the_cache() -> None:
     with fake_api() as api:
         api.create_many([node(f"n{i}") for i in range(7)])
         with informers(api, page_size=3) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             assert len(store.items(NODE)) == 7
         assert api.count("GET", r"^/api/v1/nodes$") >= 3  # 3 + 3 + 1 items
 
@@ -43,7 +52,7 @@ def test_bookmarks_advance_the_resource_version() -> None:
     with fake_api(bookmark_interval=0.05) as api:
         api.create(node("n1"))
         with informers(api) as (store, infs):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             inf = next(i for i in infs if i.rtype.kind == NODE)
             start = int(inf.resource_version)
             api.create_many([pod(f"p{i}") for i in range(5)])  # other kinds move the global version
@@ -55,7 +64,7 @@ def test_410_gone_relists_and_replaces_the_cache() -> None:
     with fake_api() as api:
         api.create_many([node("n1"), node("n2")])
         with informers(api) as (store, infs):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             inf = next(i for i in infs if i.rtype.kind == NODE)
             # Changes the watch never delivers: history compacted, every open watch gets 410.
             api.expire_watches()
@@ -71,7 +80,7 @@ def test_5xx_and_dropped_connections_reconnect_without_losing_events() -> None:
         api.create(node("n1"))
         api.fail("GET", r"^/api/v1/nodes$", 503, times=3)  # the first lists fail
         with informers(api) as (store, infs):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             inf = next(i for i in infs if i.rtype.kind == NODE)
             assert inf.errors >= 3
             rv = inf.resource_version
@@ -90,7 +99,7 @@ def test_not_synced_until_every_kind_listed() -> None:
             assert not store.synced()
             assert not store.wait_synced(0.3)
             api.faults.clear()
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
 
 
 def test_snapshot_overlays_assumed_and_releasing_pods() -> None:
@@ -131,7 +140,7 @@ def test_pdbs_are_listed_watched_and_reach_the_snapshot() -> None:
     with fake_api() as api:
         api.create_many([node("n1"), pdb])
         with informers(api) as (store, _):
-            assert store.wait_synced(5)
+            assert store.wait_synced(10)
             assert store.get(PDB, "ns/db")["kind"] == "PodDisruptionBudget"
             snap = build_snapshot(store.snapshot_objects(), strict_kinds=False)
             assert [(p.key, p.disruptions_allowed) for p in snap.pdbs] == [("ns/db", 1)] and not snap.ignored
@@ -143,3 +152,56 @@ def test_pdbs_are_listed_watched_and_reach_the_snapshot() -> None:
             api.delete(PDB, "ns/db")
             assert wait(lambda: store.get(PDB, "ns/db") is None)
             assert build_snapshot(store.snapshot_objects(), strict_kinds=False).pdbs == []
+
+
+def test_410_on_a_list_continuation_relists_from_scratch() -> None:
+    """The history is compacted between two pages of the first list: the continue token is
+    refused with 410 Expired, and the informer starts the list over (never a partial cache)."""
+    with fake_api() as api:
+        api.create_many([node(f"n{i}") for i in range(5)])
+        kube = kube_for(api)
+        plain = kube.call
+        pages: list[object] = []
+        seen_in_cache: list[int] = []
+
+        def call(fn, *args, **kwargs):
+            pages.append(kwargs.get("_continue"))
+            body = plain(fn, *args, **kwargs)
+            if len(pages) == 1:  # after the first page: a change, then compaction
+                api.create(node("n9"))
+                api.compact()
+            return body
+
+        kube.call = call  # type: ignore[method-assign]
+        store = ClusterStore(kinds=(NODE,))
+        inf = Informer(kube, RESOURCE_TYPES[NODE], store, page_size=2, **FAST_INFORMER)
+        real_replace = store.replace
+
+        def replace(kind, items):
+            seen_in_cache.append(len(items))
+            real_replace(kind, items)
+
+        store.replace = replace  # type: ignore[method-assign]
+        inf.start()
+        try:
+            assert store.wait_synced(10)
+            assert sorted(store.objects[NODE]) == ["n0", "n1", "n2", "n3", "n4", "n9"]
+            assert api.count("GET", r"^/api/v1/nodes$", 410) == 1 and inf.relists == 1
+            assert seen_in_cache == [6]  # the cache only ever received the whole second list
+            assert pages[1] and pages[2] is None  # the refused token, then a list from the start
+        finally:
+            inf.stop()
+
+
+def test_priority_classes_are_listed_and_watched() -> None:
+    with fake_api() as api:
+        api.create({"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000})
+        with informers(api) as (store, _):
+            assert store.wait_synced(10)
+            got = store.get(PRIORITY_CLASS, "high")
+            assert got["value"] == 1000 and got["apiVersion"] == "scheduling.k8s.io/v1"
+            api.create({"kind": "PriorityClass", "metadata": {"name": "low"}, "value": 10})
+            api.delete("PriorityClass", "high")
+            assert wait(lambda: store.get(PRIORITY_CLASS, "high") is None)  # the later event
+            assert store.get(PRIORITY_CLASS, "low") is not None  # ... so the earlier one is in too
+            assert "PriorityClass" in {o["kind"] for o in store.snapshot_objects()}

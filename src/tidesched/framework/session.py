@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -754,11 +755,16 @@ class Session:
 
     # -- running ------------------------------------------------------------------------
 
-    def run(self) -> Decisions:
+    def run(self, on_action: Callable[[str, float], None] | None = None) -> Decisions:
+        """Run the configured actions in order, then close. ``on_action``, when given, is
+        called after each action with its name and its duration in seconds (metrics)."""
         from tidesched.actions import ACTIONS
 
         for name in self.config.actions:
+            t0 = time.perf_counter()
             ACTIONS[name](self)
+            if on_action is not None:
+                on_action(name, time.perf_counter() - t0)
         return self.close()
 
 

@@ -32,24 +32,35 @@ class TokenBucket:
     waiting callers are served in the order they asked. ``qps <= 0`` disables limiting.
     """
 
-    def __init__(self, qps: float, burst: int) -> None:
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.qps = float(qps)
         self.burst = max(1, int(burst))
+        self.clock = clock  # injectable: tests check the schedule without waiting for it
+        self.sleep = sleep
+        self.acquired = 0
         self._tokens = float(self.burst)
-        self._last = time.monotonic()
+        self._last = clock()
         self._lock = threading.Lock()
 
     def acquire(self) -> None:
         if self.qps <= 0:
             return
         with self._lock:
-            now = time.monotonic()
+            now = self.clock()
             self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
             self._last = now
             self._tokens -= 1.0
+            self.acquired += 1
             wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
         if wait > 0:
-            time.sleep(wait)
+            self.sleep(wait)
 
 
 def api_client_for(
@@ -59,15 +70,29 @@ def api_client_for(
     context: str | None = None,
     pool_size: int = 32,
 ) -> k8s_client.ApiClient:
-    """An ApiClient from ``kubeconfig`` (path), else ``host`` (plain URL, tests), else the
-    in-cluster service account."""
+    """An ApiClient from ``kubeconfig`` (path), else ``host`` alone (a plain URL: tests, a local
+    proxy), else the in-cluster service account. With both, the kubeconfig's credentials are
+    used against ``host`` (``--master`` overrides the server URL, as client-go's
+    BuildConfigFromFlags does). The kubeconfig file is never written back."""
     cfg = k8s_client.Configuration()
-    if host is not None:
-        cfg.host = host
-    elif kubeconfig:
-        k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
-    else:
+    if kubeconfig:
+        k8s_config.load_kube_config(
+            config_file=kubeconfig, context=context, client_configuration=cfg, persist_config=False
+        )
+    elif host is None:
         k8s_config.load_incluster_config(client_configuration=cfg)
+    if host is not None:
+        url = host.rstrip("/")
+        cfg.host = url
+        refresh = cfg.refresh_api_key_hook
+        if refresh is not None:
+            # The kubeconfig loader re-applies the whole cluster entry (server URL included)
+            # before every request when the user has a token; keep our URL after it.
+            def _refresh(c: k8s_client.Configuration) -> None:
+                refresh(c)
+                c.host = url
+
+            cfg.refresh_api_key_hook = _refresh
     # One connection per worker thread, or workers queue for sockets.
     cfg.connection_pool_maxsize = pool_size
     return k8s_client.ApiClient(cfg)

@@ -50,6 +50,7 @@ class Binder:
         retry_delay: float = 0.2,
         assume_ttl: float = 30.0,
         on_result: Callable[[str, float], None] | None = None,
+        may_send: Callable[[], bool] | None = None,
     ) -> None:
         self.kube = kube
         self.store = store
@@ -59,6 +60,10 @@ class Binder:
         self.retry_delay = retry_delay
         self.assume_ttl = assume_ttl
         self.on_result = on_result  # ("bound" | "error", seconds) for metrics
+        # Asked right before every call (the runner: "do we still lead?"). A no drops the bind
+        # unsent and forgets its assumption: nothing leaves a scheduler that lost its lease.
+        self.may_send = may_send
+        self.dropped = 0
         self.bound = 0
         self.failed = 0
         self._queue: queue.Queue[BindRequest | None] = queue.Queue()
@@ -160,8 +165,9 @@ class Binder:
         t0 = time.monotonic()
         last: BaseException | None = None
         for attempt in range(self.retries + 1):
-            if self._cancelled:
+            if self._cancelled or (self.may_send is not None and not self.may_send()):
                 self.store.forget(req.key)
+                self.dropped += 1
                 return
             try:
                 self.kube.call(self.kube.core.create_namespaced_pod_binding, name, ns, body)

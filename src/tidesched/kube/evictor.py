@@ -54,6 +54,7 @@ class Evictor:
         max_retry_after: float = 10.0,
         releasing_ttl: float = 60.0,
         on_result: Callable[[str], None] | None = None,
+        may_send: Callable[[], bool] | None = None,
     ) -> None:
         if mode not in (EVICT, DELETE):
             raise ValueError(f"eviction mode must be {EVICT!r} or {DELETE!r}, not {mode!r}")
@@ -67,6 +68,8 @@ class Evictor:
         self.max_retry_after = max_retry_after
         self.releasing_ttl = releasing_ttl
         self.on_result = on_result  # "evicted" | "blocked" | "error"
+        self.may_send = may_send  # asked before every call, as the binder does
+        self.dropped = 0
         self.evicted = 0
         self.failed = 0
         self._queue: queue.Queue[EvictRequest | None] = queue.Queue()
@@ -175,8 +178,9 @@ class Evictor:
     def _evict(self, req: EvictRequest) -> None:
         last: BaseException | None = None
         for attempt in range(self.retries + 1):
-            if self._cancelled:
+            if self._cancelled or (self.may_send is not None and not self.may_send()):
                 self.store.unmark_releasing(req.key)
+                self.dropped += 1
                 return
             try:
                 self._call(req)

@@ -14,7 +14,8 @@ on 127.0.0.1 with an ephemeral port:
   ``status`` subresources with optimistic concurrency (409 on a stale ``resourceVersion``),
   merge / strategic-merge PATCH (conditions merged by ``type``), Events, Leases;
 * fault injection: any status for the next N matching requests, dropped connections, expiring
-  every open watch, compaction.
+  every open watch, compaction, and requests *held* in flight until the test lets each one
+  through or drops it unprocessed (a client killed while its calls were in flight).
 
 Single global lock; fine for tests and for a benchmark on one machine.
 """
@@ -120,6 +121,13 @@ class _Fault:
 
 
 @dataclass
+class _Held:
+    method: str
+    path: str
+    decision: str | None = None  # "execute" | "drop", set by release_held()
+
+
+@dataclass
 class FakeApiState:
     objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=lambda: {p: {} for p in RESOURCES})
     rv: int = 0
@@ -152,6 +160,8 @@ class FakeApiServer:
         self.binds: Counter[str] = Counter()  # successful bindings per pod key
         self.evict_429: Counter[str] = Counter()  # pod key -> answers 429 this many times first
         self.faults: list[_Fault] = []
+        self.holds: list[tuple[str, re.Pattern[str]]] = []
+        self.held: list[_Held] = []  # requests waiting at the server, in arrival order
         self.closing = False
         self.open_watches = 0
         self._httpd: ThreadingHTTPServer | None = None
@@ -302,6 +312,35 @@ class FakeApiServer:
         with self.cond:
             self.faults.append(_Fault(method.upper(), re.compile(path_regex), status, times, after))
 
+    def hold(self, method: str, path_regex: str) -> None:
+        """Keep every matching request waiting at the server, unprocessed, until
+        :meth:`release_held` (until :meth:`unhold` for requests arriving later)."""
+        with self.cond:
+            self.holds.append((method.upper(), re.compile(path_regex)))
+
+    def unhold(self) -> None:
+        """Requests arriving from now on are served normally (held ones stay held)."""
+        with self.cond:
+            self.holds.clear()
+
+    def held_paths(self) -> list[str]:
+        with self.cond:
+            return [h.path for h in self.held if h.decision is None]
+
+    def release_held(self, path_regex: str = "", *, execute: bool) -> int:
+        """Let held requests matching through (``execute``: carried out, as a request that
+        reached the server; its reply goes to whoever still listens) or drop them unprocessed
+        (the request never arrived). Returns how many."""
+        pat = re.compile(path_regex)
+        n = 0
+        with self.cond:
+            for h in self.held:
+                if h.decision is None and pat.search(h.path):
+                    h.decision = "execute" if execute else "drop"
+                    n += 1
+            self.cond.notify_all()
+        return n
+
     def drop_watches(self) -> None:
         """Cut every open watch connection without a proper end."""
         for s in list(self._conns):
@@ -373,6 +412,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
+        # Recorded before the reply goes out: whatever a client has seen is already counted.
+        self._log(code)
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -380,7 +421,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
-        self._log(code)
 
     def _log(self, code: int) -> None:
         if self.api.record_requests:
@@ -400,6 +440,8 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         body = self._body() if self.command in ("POST", "PUT", "PATCH", "DELETE") else None
+        if not self._wait_if_held(url.path):
+            return self._drop()
         with api.cond:
             fault = api._take_fault(self.command, url.path)
         if fault is not None and not fault.after:
@@ -417,6 +459,20 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle(res, ns, name, sub, query, body, reply=True)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _dispatch  # noqa: N815
+
+    def _wait_if_held(self, path: str) -> bool:
+        """False when a held request is to be dropped unprocessed."""
+        api = self.api
+        with api.cond:
+            if not any(m == self.command and p.search(path) for m, p in api.holds):
+                return True
+            h = _Held(self.command, path)
+            api.held.append(h)
+            api.cond.notify_all()
+            while h.decision is None and not api.closing:
+                api.cond.wait(0.1)
+            api.held.remove(h)
+            return h.decision == "execute"
 
     # -- semantics ------------------------------------------------------------------------
 
@@ -604,12 +660,12 @@ class _Handler(BaseHTTPRequestHandler):
                 "items": items,
             }
             data = json.dumps(body).encode()
+        self._log(200)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        self._log(200)
 
     def _chunk(self, obj: dict[str, Any]) -> None:
         line = json.dumps(obj).encode() + b"\n"
@@ -618,11 +674,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _watch(self, res: _Res, ns: str | None, query: dict[str, str]) -> None:
         api = self.api
+        self._log(200)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self._log(200)
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
         timeout = min(float(query.get("timeoutSeconds") or api.max_watch_seconds), api.max_watch_seconds)
         deadline = time.monotonic() + timeout

@@ -47,6 +47,7 @@ class LeaderElector:
         retry_period: float = 2.0,
         on_started: Callable[[], None] | None = None,
         on_stopped: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not lease_duration > renew_deadline > retry_period > 0:
             raise ValueError("need lease-duration > renew-deadline > retry-period > 0")
@@ -59,6 +60,10 @@ class LeaderElector:
         self.retry_period = retry_period
         self.on_started = on_started
         self.on_stopped = on_stopped
+        # Our own clock for lease expiry and the renew deadline (never the holder's timestamps);
+        # tests pass a manual clock so that no thread stall can expire a lease by accident.
+        self.clock = clock
+        self.attempts = 0  # acquire/renew attempts made, successful or not
         self.leading = threading.Event()
         self.lost = threading.Event()
         self._stop = threading.Event()
@@ -88,14 +93,14 @@ class LeaderElector:
                     self.on_started()
                 break
             self._stop.wait(self.retry_period)
-        last_renew = time.monotonic()
+        last_renew = self.clock()
         while not self._stop.is_set() and self.leading.is_set():
             self._stop.wait(self.retry_period)
             if self._stop.is_set():
                 return
             if self._try_acquire_or_renew():
-                last_renew = time.monotonic()
-            elif time.monotonic() - last_renew >= self.renew_deadline or self._held_by_other():
+                last_renew = self.clock()
+            elif self.clock() - last_renew >= self.renew_deadline or self._held_by_other():
                 self._lose()
                 return
 
@@ -119,6 +124,12 @@ class LeaderElector:
             raise
 
     def _try_acquire_or_renew(self) -> bool:
+        try:
+            return self._acquire_or_renew()
+        finally:
+            self.attempts += 1
+
+    def _acquire_or_renew(self) -> bool:
         now = time.time()
         try:
             lease = self._get()
@@ -138,10 +149,10 @@ class LeaderElector:
             holder = spec.get("holderIdentity") or ""
             observed = (holder, spec.get("renewTime"))
             if self._observed is None or self._observed[0] != observed:
-                self._observed = (observed, time.monotonic())
+                self._observed = (observed, self.clock())
             if holder and holder != self.identity:
                 duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-                if time.monotonic() - self._observed[1] < duration:
+                if self.clock() - self._observed[1] < duration:
                     return False  # someone else holds a live lease
             body = {**lease, "spec": self._spec(spec, now)}
             self._lease = self.kube.call(

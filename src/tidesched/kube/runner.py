@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tidesched.actions import ACTIONS
 from tidesched.framework.config import ConfigError, SchedulerConfig
 from tidesched.framework.session import Decisions
 from tidesched.kube import usage
@@ -137,6 +136,7 @@ class Runner:
             self.recorder,
             workers=options.bind_workers,
             on_result=self.metrics.bind_result,
+            may_send=self.leading,
             **co.get("binder", {}),
         )
         self.evictor = Evictor(
@@ -146,6 +146,7 @@ class Runner:
             mode=options.eviction_mode,
             grace_period=options.eviction_grace_period,
             on_result=self.metrics.evict_result,
+            may_send=self.leading,
             **co.get("evictor", {}),
         )
         self.status = StatusWriter(self.kube, self.store, **co.get("status", {}))
@@ -161,12 +162,14 @@ class Runner:
                 retry_period=options.retry_period,
                 on_started=self._on_started,
                 on_stopped=self._on_lost,
+                **co.get("elector", {}),
             )
         self.informers: list[Informer] = []
         self.servers: list[HttpServer] = []
         self.report: usage.QuotaReport | None = None
         self.last_decisions: Decisions | None = None
         self.sessions = 0
+        self.loops = 0  # turns of the scheduling loop, with or without a session
         self.stop_event = threading.Event()
         self._last_loop = time.monotonic()
         self._started = False
@@ -243,6 +246,7 @@ class Runner:
                         self.run_once()
                     except Exception:  # noqa: BLE001 - REL-1: one bad session must not end the scheduler
                         log.exception("session failed")
+                self.loops += 1
                 self.stop_event.wait(max(0.0, period - (time.monotonic() - t0)))
         finally:
             self.shutdown()
@@ -300,12 +304,7 @@ class Runner:
             uid=str(uuid.uuid4()),
             now=time.time(),
         )
-        # Session.run, with each action timed for the metrics.
-        for name in self.config.actions:
-            ta = time.perf_counter()
-            ACTIONS[name](ssn)
-            self.metrics.action_duration.labels(name).observe(time.perf_counter() - ta)
-        decisions = ssn.close()
+        decisions = ssn.run(on_action=self._observe_action)
         report = usage.report(ssn)  # at close: as the cluster will be once the binds land
         self.metrics.session_duration.observe(time.perf_counter() - t0)
         self.metrics.sessions.inc()
@@ -317,6 +316,9 @@ class Runner:
             return decisions  # lost the lease (or stopping) while deciding: apply nothing
         self.apply(decisions, report)
         return decisions
+
+    def _observe_action(self, name: str, seconds: float) -> None:
+        self.metrics.action_duration.labels(name).observe(seconds)
 
     def apply(self, d: Decisions, report: usage.QuotaReport) -> None:
         """Hand the decisions to the writers; returns at once (K8S-2: off the session path)."""

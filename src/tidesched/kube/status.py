@@ -25,7 +25,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from tidesched.framework.session import Decisions
 from tidesched.kube.api import ApiException, Kube, error_message
@@ -81,10 +81,12 @@ class EventRecorder:
         instance: str = "",
         queue_size: int = 4096,
         cache_size: int = 4096,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.kube = kube
         self.store = store
         self.interval = interval
+        self.clock = clock  # for the aggregation interval; tests pass a manual one
         self.instance = instance or f"{COMPONENT}-{uuid.uuid4().hex[:8]}"
         self.cache_size = cache_size
         self.dropped = 0
@@ -126,7 +128,7 @@ class EventRecorder:
         if obj is None:
             return  # e.g. a PodGroup synthesised for a bare pod: the pod carries its own events
         agg = (kind, namespace, name, type_, reason)
-        now = time.monotonic()
+        now = self.clock()
         message = message[:MAX_MESSAGE]
         with self._lock:
             s = self._series.get(agg)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
+from tidesched.model.cards import MILLI, CardCatalog
 from tidesched.model.quantity import QuantityError, parse_quantity
 from tidesched.model.resource import CPU, MEMORY, PODS, Resource
 from tidesched.model.status import PodGroupPhase, TaskStatus
@@ -174,6 +175,42 @@ def _call(fn: Any, ssn: Session) -> Any:
         return fn(ssn)
 
 
+def card_totals(ssn: Session) -> dict[str, float]:
+    """Cards per model on the session's nodes (Ready ones), in cards."""
+    catalog = CardCatalog.build((n.name, n.meta.labels, n.allocatable.scalars) for n in ssn.table.nodes)
+    out: dict[str, float] = {}
+    for nc in catalog.nodes.values():
+        for slot in nc.slots:
+            out[slot.model] = out.get(slot.model, 0.0) + slot.count / MILLI
+    return dict(sorted(out.items()))
+
+
+def _service_totals(ssn: Session, plugin: Any) -> dict[str, dict[str, float]]:
+    """Allocated per service type (online = inference, offline = training): cpu, memory and
+    scalar resources, plus cards by model. With capacity-card its own rule names the type
+    (PodGroup annotation, else the owner kind mapped by ``podOwnerReferenceToServiceType``);
+    without it the PodGroup annotation alone."""
+    job_type = getattr(plugin, "job_service_type", None)
+    job_cards = getattr(plugin, "job_card_usage", None)
+    out: dict[str, dict[str, float]] = {}
+    mark = len(ssn.events)
+    try:
+        for _uid, job in sorted(ssn.jobs.items()):
+            if callable(job_type):
+                stype = str(job_type(job))
+            else:
+                stype = job.pod_group.meta.annotations.get(SERVICE_TYPE_ANNOTATION) or "unknown"
+            agg = out.setdefault(stype, {})
+            for res, v in resource_natural(job.allocated).items():
+                agg[res] = agg.get(res, 0.0) + v
+            if callable(job_cards):
+                for model, milli in job_cards(job).items():
+                    agg[model] = agg.get(model, 0.0) + milli / MILLI
+    finally:
+        del ssn.events[mark:]  # a report only reads: warnings belong to the session that saw them
+    return out
+
+
 def report(ssn: Session) -> QuotaReport:
     """The quota/usage report of a closed session. ``tidesched quota`` closes a session without
     running actions (the cluster as it is); ``run`` reports after its actions (as the cluster
@@ -186,6 +223,10 @@ def report(ssn: Session) -> QuotaReport:
         rep = QuotaReport("queue-spec", _fallback(ssn))
     totals = getattr(plugin, "cluster_totals", None)
     rep.cluster = {k: v for k, v in resource_natural(ssn.total_resource).items()}
+    # Per card model (OBS-1): the models of the session's (Ready) nodes, named from their labels
+    # as capacity-card names them, beside the generic resource names.
+    for model, cards in card_totals(ssn).items():
+        rep.cluster.setdefault(model, cards)
     if callable(totals):
         extra = _call(totals, ssn)
         if isinstance(extra, Mapping):
@@ -200,9 +241,5 @@ def report(ssn: Session) -> QuotaReport:
                 if isinstance(res, Mapping)
             }
     else:
-        for job in ssn.jobs.values():
-            stype = job.pod_group.meta.annotations.get(SERVICE_TYPE_ANNOTATION) or "unknown"
-            agg = rep.services.setdefault(stype, {})
-            for res, v in resource_natural(job.allocated).items():
-                agg[res] = agg.get(res, 0.0) + v
+        rep.services = _service_totals(ssn, plugin)
     return rep
