@@ -24,6 +24,7 @@ non-zero defaults of 100m CPU / 200Mi are applied to the incoming pod only).
 from __future__ import annotations
 
 from collections.abc import Mapping
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -66,6 +67,40 @@ def _most(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
     per = np.where(inc, np.floor(np.minimum(req, alloc) * 100 / safe), 0)
     cnt = inc.sum(axis=1)
     return np.where(cnt > 0, np.floor(per.sum(axis=1) / np.maximum(cnt, 1)), 0)
+
+
+def _least_row(alloc: "list[float]", req: "list[float]") -> float:
+    """``_least`` for one node in plain floats (a placement updates one or two rows, where
+    numpy's per-call overhead would dominate); same arithmetic, same results."""
+    total, cnt = 0.0, 0
+    for a, r in zip(alloc, req):
+        if a > 0:
+            cnt += 1
+            if r <= a:
+                total += math.floor((a - r) * 100 / a)
+    return float(math.floor(total / cnt)) if cnt else 0.0
+
+
+def _most_row(alloc: "list[float]", req: "list[float]") -> float:
+    total, cnt = 0.0, 0
+    for a, r in zip(alloc, req):
+        if a > 0:
+            cnt += 1
+            total += math.floor(min(r, a) * 100 / a)
+    return float(math.floor(total / cnt)) if cnt else 0.0
+
+
+def _balanced_row(alloc: "list[float]", req: "list[float]") -> float:
+    frac = [min(r / a, 1.0) if a > 0 else 0.0 for a, r in zip(alloc, req)]
+    inc = [a > 0 for a in alloc]
+    cnt = sum(inc)
+    if len(frac) == 2:
+        std = abs(frac[0] - frac[1]) / 2 if cnt == 2 else 0.0
+    else:
+        mean = sum(frac) / max(cnt, 1)
+        var = sum((f - mean) ** 2 for f, i in zip(frac, inc) if i) / max(cnt, 1)
+        std = math.sqrt(var) if cnt >= 2 else 0.0
+    return float(math.trunc((1.0 - std) * 100.0))
 
 
 def _balanced(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
@@ -146,7 +181,30 @@ class NodeOrderPlugin(Plugin):
         balanced_req = req_vec[cols]
         use_balanced = bool(w["balancedresource"] and np.any(balanced_req > 0))
 
+        def compute_rows(rows: np.ndarray) -> np.ndarray:
+            out = np.zeros(len(rows))
+            nz = nonzero.tolist()
+            breq = balanced_req.tolist()
+            for k, i in enumerate(rows.tolist()):
+                alloc = table.allocatable[i].tolist()
+                used = table.used[i].tolist()
+                a2 = alloc[:2]
+                r2 = [used[0] + nz[0], used[1] + nz[1]]
+                v = 0.0
+                if w["leastrequested"]:
+                    v += w["leastrequested"] * _least_row(a2, r2)
+                if w["mostrequested"]:
+                    v += w["mostrequested"] * _most_row(a2, r2)
+                if use_balanced:
+                    v += w["balancedresource"] * _balanced_row(
+                        [alloc[c] for c in cols], [used[c] + b for c, b in zip(cols, breq)]
+                    )
+                out[k] = v
+            return out
+
         def compute(rows: np.ndarray | None) -> np.ndarray:
+            if rows is not None and len(rows) <= 8:
+                return compute_rows(rows)
             sel = slice(None) if rows is None else rows
             out = np.zeros(len(table) if rows is None else len(rows))
             if w["leastrequested"] or w["mostrequested"]:
