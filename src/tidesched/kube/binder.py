@@ -18,8 +18,6 @@ the API server refuses a second binding of a bound pod, so no pod is ever bound 
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Mapping
@@ -27,6 +25,7 @@ from typing import Callable, Mapping
 from tidesched.kube.api import Kube, error_message, is_transient, status_of
 from tidesched.kube.status import EventRecorder
 from tidesched.kube.store import POD, ClusterStore
+from tidesched.kube.workers import WorkerPool
 
 log = logging.getLogger("tidesched.kube.binder")
 
@@ -38,7 +37,9 @@ class BindRequest:
     uid: str
 
 
-class Binder:
+class Binder(WorkerPool[BindRequest]):
+    what = "bind"
+
     def __init__(
         self,
         kube: Kube,
@@ -52,6 +53,7 @@ class Binder:
         on_result: Callable[[str, float], None] | None = None,
         may_send: Callable[[], bool] | None = None,
     ) -> None:
+        super().__init__("binder", workers, log, may_send)
         self.kube = kube
         self.store = store
         self.recorder = recorder
@@ -60,23 +62,8 @@ class Binder:
         self.retry_delay = retry_delay
         self.assume_ttl = assume_ttl
         self.on_result = on_result  # ("bound" | "error", seconds) for metrics
-        # Asked right before every call (the runner: "do we still lead?"). A no drops the bind
-        # unsent and forgets its assumption: nothing leaves a scheduler that lost its lease.
-        self.may_send = may_send
-        self.dropped = 0
         self.bound = 0
         self.failed = 0
-        self._queue: queue.Queue[BindRequest | None] = queue.Queue()
-        self._in_flight = 0
-        self._lock = threading.Condition()
-        self._cancelled = False
-        self._threads = [
-            threading.Thread(target=self._run, name=f"binder-{i}", daemon=True) for i in range(workers)
-        ]
-
-    def start(self) -> None:
-        for t in self._threads:
-            t.start()
 
     def submit(self, binds: Mapping[str, str]) -> int:
         """Assume and queue the session's binds; returns how many were queued. Pods already in
@@ -89,71 +76,14 @@ class Binder:
             uid = str((pod.get("metadata") or {}).get("uid") or "")
             if not self.store.assume(key, node, uid):
                 continue
-            with self._lock:
-                self._in_flight += 1
-            self._queue.put(BindRequest(key, node, uid))
+            self._enqueue(BindRequest(key, node, uid))
             queued += 1
         return queued
 
-    def pending(self) -> int:
-        with self._lock:
-            return self._in_flight
+    def _abandon(self, req: BindRequest) -> None:
+        self.store.forget(req.key)  # resources freed in the cache; the pod is pending again
 
-    def drain(self, timeout: float) -> bool:
-        """Wait for queued and in-flight binds to finish (SIGTERM)."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while self._in_flight:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(left)
-        return True
-
-    def cancel_queued(self) -> int:
-        """Leadership lost: drop binds not yet sent and forget their assumptions."""
-        dropped = 0
-        while True:
-            try:
-                req = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if req is not None:
-                self.store.forget(req.key)
-                dropped += 1
-                self._done()
-            self._queue.task_done()
-        return dropped
-
-    def stop(self, timeout: float = 2.0) -> None:
-        self._cancelled = True
-        for _ in self._threads:
-            self._queue.put(None)
-        for t in self._threads:
-            t.join(timeout)
-
-    def _done(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-            self._lock.notify_all()
-
-    def _run(self) -> None:
-        while True:
-            req = self._queue.get()
-            try:
-                if req is None:
-                    return
-                self._bind(req)
-            except Exception as exc:  # noqa: BLE001 - a worker must survive anything
-                log.exception("bind of %s crashed: %s", req.key if req else "?", exc)
-                if req is not None:
-                    self.store.forget(req.key)
-            finally:
-                if req is not None:
-                    self._done()
-                self._queue.task_done()
-
-    def _bind(self, req: BindRequest) -> None:
+    def _handle(self, req: BindRequest) -> None:
         ns, name = req.key.split("/", 1)
         body = {
             "apiVersion": "v1",
@@ -165,9 +95,7 @@ class Binder:
         t0 = time.monotonic()
         last: BaseException | None = None
         for attempt in range(self.retries + 1):
-            if self._cancelled or (self.may_send is not None and not self.may_send()):
-                self.store.forget(req.key)
-                self.dropped += 1
+            if self._drop_unsent(req):
                 return
             try:
                 self.kube.call(self.kube.core.create_namespaced_pod_binding, name, ns, body)

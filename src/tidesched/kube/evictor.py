@@ -17,8 +17,6 @@ evicts it again nor counts its resources as free (they are FutureIdle until the 
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
@@ -26,6 +24,7 @@ from typing import Callable, Mapping, Sequence
 from tidesched.kube.api import Kube, error_message, is_transient, status_of
 from tidesched.kube.status import EventRecorder
 from tidesched.kube.store import POD, ClusterStore
+from tidesched.kube.workers import WorkerPool
 
 log = logging.getLogger("tidesched.kube.evictor")
 
@@ -39,7 +38,9 @@ class EvictRequest:
     reason: str
 
 
-class Evictor:
+class Evictor(WorkerPool[EvictRequest]):
+    what = "eviction"
+
     def __init__(
         self,
         kube: Kube,
@@ -58,6 +59,7 @@ class Evictor:
     ) -> None:
         if mode not in (EVICT, DELETE):
             raise ValueError(f"eviction mode must be {EVICT!r} or {DELETE!r}, not {mode!r}")
+        super().__init__("evictor", workers, log, may_send)
         self.kube = kube
         self.store = store
         self.recorder = recorder
@@ -68,21 +70,8 @@ class Evictor:
         self.max_retry_after = max_retry_after
         self.releasing_ttl = releasing_ttl
         self.on_result = on_result  # "evicted" | "blocked" | "error"
-        self.may_send = may_send  # asked before every call, as the binder does
-        self.dropped = 0
         self.evicted = 0
         self.failed = 0
-        self._queue: queue.Queue[EvictRequest | None] = queue.Queue()
-        self._in_flight = 0
-        self._lock = threading.Condition()
-        self._cancelled = False
-        self._threads = [
-            threading.Thread(target=self._run, name=f"evictor-{i}", daemon=True) for i in range(workers)
-        ]
-
-    def start(self) -> None:
-        for t in self._threads:
-            t.start()
 
     def submit(self, victims: Sequence[str], reasons: Mapping[str, str]) -> int:
         queued = 0
@@ -93,63 +82,12 @@ class Evictor:
             if not self.store.mark_releasing(key, self.releasing_ttl):
                 continue  # already being evicted
             uid = str((pod.get("metadata") or {}).get("uid") or "")
-            with self._lock:
-                self._in_flight += 1
-            self._queue.put(EvictRequest(key, uid, reasons.get(key, "")))
+            self._enqueue(EvictRequest(key, uid, reasons.get(key, "")))
             queued += 1
         return queued
 
-    def drain(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while self._in_flight:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(left)
-        return True
-
-    def cancel_queued(self) -> int:
-        dropped = 0
-        while True:
-            try:
-                req = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if req is not None:
-                self.store.unmark_releasing(req.key)
-                dropped += 1
-                self._done()
-            self._queue.task_done()
-        return dropped
-
-    def stop(self, timeout: float = 2.0) -> None:
-        self._cancelled = True
-        for _ in self._threads:
-            self._queue.put(None)
-        for t in self._threads:
-            t.join(timeout)
-
-    def _done(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-            self._lock.notify_all()
-
-    def _run(self) -> None:
-        while True:
-            req = self._queue.get()
-            try:
-                if req is None:
-                    return
-                self._evict(req)
-            except Exception as exc:  # noqa: BLE001
-                log.exception("eviction of %s crashed: %s", req.key if req else "?", exc)
-                if req is not None:
-                    self.store.unmark_releasing(req.key)
-            finally:
-                if req is not None:
-                    self._done()
-                self._queue.task_done()
+    def _abandon(self, req: EvictRequest) -> None:
+        self.store.unmark_releasing(req.key)
 
     def _call(self, req: EvictRequest) -> None:
         ns, name = req.key.split("/", 1)
@@ -175,12 +113,10 @@ class Evictor:
                 body=options,
             )
 
-    def _evict(self, req: EvictRequest) -> None:
+    def _handle(self, req: EvictRequest) -> None:
         last: BaseException | None = None
         for attempt in range(self.retries + 1):
-            if self._cancelled or (self.may_send is not None and not self.may_send()):
-                self.store.unmark_releasing(req.key)
-                self.dropped += 1
+            if self._drop_unsent(req):
                 return
             try:
                 self._call(req)
