@@ -131,7 +131,7 @@ def execute(ssn: "Session") -> None:
             continue
         preemptor_jobs.setdefault(job.queue, PriorityQueue(ssn.job_order_less)).push(job)
         under_request.setdefault(job.queue, []).append(job)
-        preemptor_tasks[job.uid] = PriorityQueue(ssn.task_order_less, _pending(job))
+        preemptor_tasks[job.uid] = PriorityQueue(ssn.task_order_less, job.tasks_with_status(TaskStatus.PENDING))
 
     queues = PriorityQueue(ssn.queue_order_less, (ssn.queues[q] for q in sorted(preemptor_jobs)))
     while not queues.empty():
@@ -151,7 +151,7 @@ def execute(ssn: "Session") -> None:
                 stmt.discard()
         # Phase 2: between tasks of one job.
         for job in under_request[queue.uid]:
-            tasks = PriorityQueue(ssn.task_order_less, _pending(job))
+            tasks = PriorityQueue(ssn.task_order_less, job.tasks_with_status(TaskStatus.PENDING))
             while not tasks.empty():
                 preemptor = tasks.pop()
                 stmt = Statement(ssn)
@@ -161,17 +161,19 @@ def execute(ssn: "Session") -> None:
                 stmt.commit()
 
 
-def _pending(job: "JobInfo") -> list["TaskInfo"]:
-    return [t for t in job.tasks.values() if t.status == TaskStatus.PENDING]
+def _may_be_victim(preemptor: "TaskInfo", task: "TaskInfo") -> bool:
+    """What both phases ask of a victim: placed, preemptable, and no resource-less
+    preemptor evicting a pod that holds resources."""
+    if task.status not in PREEMPTABLE_STATUSES:
+        return False
+    if preemptor.best_effort and not task.best_effort:
+        return False
+    return task.preemptable
 
 
 def _between_jobs_filter(ssn: "Session", preemptor: "TaskInfo", pjob: "JobInfo") -> TaskFilter:
     def accept(task: "TaskInfo") -> bool:
-        if task.status not in PREEMPTABLE_STATUSES:
-            return False
-        if preemptor.best_effort and not task.best_effort:
-            return False
-        if not task.preemptable:
+        if not _may_be_victim(preemptor, task):
             return False
         job = ssn.jobs.get(task.job)
         if job is None:
@@ -183,13 +185,7 @@ def _between_jobs_filter(ssn: "Session", preemptor: "TaskInfo", pjob: "JobInfo")
 
 def _within_job_filter(preemptor: "TaskInfo") -> TaskFilter:
     def accept(task: "TaskInfo") -> bool:
-        if task.status not in PREEMPTABLE_STATUSES:
-            return False
-        if preemptor.best_effort and not task.best_effort:
-            return False
-        if not task.preemptable:
-            return False
-        return task.job == preemptor.job
+        return _may_be_victim(preemptor, task) and task.job == preemptor.job
 
     return accept
 
