@@ -151,24 +151,25 @@ class GangVictims:
             pool = [j for j in jobs if j.priority <= limit]
             if not table.fits_row(task, all_surplus + sum((freed[j.uid] for j in pool), np.zeros_like(base))):
                 continue
-            return self._plan_breaking(row, base, surplus, pool, freed)
+            return self._plan_breaking(row, all_surplus, surplus, pool, freed)
         return None
 
     def _plan_breaking(
         self,
         row: int,
-        base: np.ndarray,
+        with_surplus: np.ndarray,
         surplus: list["TaskInfo"],
         pool: list["JobInfo"],
         freed: dict[str, np.ndarray],
     ) -> Plan:
         """Break as few jobs of ``pool`` as greedy choice finds (the pool with all surplus
-        pods is known to be enough), then drop the surplus pods that are not needed."""
+        pods is known to be enough), then drop the surplus pods that are not needed.
+        ``with_surplus`` is the node's FutureIdle plus every surplus pod."""
         task, table = self.reclaimer, self.ssn.table
         need = task.check_cols
         assert need is not None
         chosen: list["JobInfo"] = []
-        avail = base + sum((t.req_vec for t in surplus), np.zeros_like(base))
+        avail = with_surplus.copy()
         left = list(pool)
         while not table.fits_row(task, avail):
             deficit = np.maximum(need - avail, 0.0)

@@ -94,7 +94,7 @@ def execute(ssn: "Session") -> None:
         if ssn.job_starving(job):
             reclaimer_jobs.setdefault(queue.uid, PriorityQueue(ssn.job_order_less)).push(job)
             reclaimer_tasks[job.uid] = PriorityQueue(
-                ssn.task_order_less, (t for t in job.tasks.values() if t.status == TaskStatus.PENDING)
+                ssn.task_order_less, job.tasks_with_status(TaskStatus.PENDING)
             )
 
     while not queues.empty():
@@ -175,7 +175,7 @@ def reclaim_whole_gangs(
     pred = ssn.predicate(task)
     # Room being freed (by a gang broken for an earlier task) is taken first; room that is
     # idle now is left to allocate, as in Volcano's reclaim.
-    fits = pred.passed & table.fits(task, table.future_idle) & ~table.fits(task, table.idle)
+    fits = pred.passed & table.fits_cached(task, "future") & ~table.fits_cached(task, "idle")
     if fits.any():
         if not ssn.allocatable(queue, task):
             return False
@@ -208,9 +208,10 @@ def reclaim_whole_gangs(
         node = table.names[plan.row]
         node_stmt = Statement(ssn)
         reason = eviction_reason(ACTION, task, node)
+        broken = {j.uid for j in plan.broken}
         for victim in plan.evictions(planner):
             why = reason
-            if victim.job in {j.uid for j in plan.broken}:
+            if victim.job in broken:
                 why = f"{reason}; whole job {ssn.jobs[victim.job].key} evicted (gang-safe reclaim)"
             node_stmt.evict(victim, why)
         fits_now = table.fits_row(task, table.future_idle[plan.row])
