@@ -327,26 +327,27 @@ class World:
         return old
 
     def _index_pod(self, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
-        if old is not None:
-            n = pod_node(old)
-            if n:
-                self.pods_by_node[n].discard(key)
-            g = annotations(old).get(GROUP_NAME_ANNOTATION)
-            if g:
-                self.pods_by_group[f"{split_key(key)[0]}/{g}"].discard(key)
-            o = controller_owner(old)
-            if o:
-                self.pods_by_owner[(o[0], f"{split_key(key)[0]}/{o[1]}")].discard(key)
-        if new is not None:
-            n = pod_node(new)
-            if n:
-                self.pods_by_node[n].add(key)
-            g = annotations(new).get(GROUP_NAME_ANNOTATION)
-            if g:
-                self.pods_by_group[f"{split_key(key)[0]}/{g}"].add(key)
-            o = controller_owner(new)
-            if o:
-                self.pods_by_owner[(o[0], f"{split_key(key)[0]}/{o[1]}")].add(key)
+        for index, k in self._pod_index_entries(key, old):
+            index[k].discard(key)
+        for index, k in self._pod_index_entries(key, new):
+            index[k].add(key)
+
+    def _pod_index_entries(self, key: str, pod: Mapping[str, Any] | None) -> list[tuple[Any, Any]]:
+        """The (index, entry) pairs a pod is listed under: its node, its group, its owner."""
+        if pod is None:
+            return []
+        ns = split_key(key)[0]
+        out: list[tuple[Any, Any]] = []
+        n = pod_node(pod)
+        if n:
+            out.append((self.pods_by_node, n))
+        g = annotations(pod).get(GROUP_NAME_ANNOTATION)
+        if g:
+            out.append((self.pods_by_group, f"{ns}/{g}"))
+        o = controller_owner(pod)
+        if o:
+            out.append((self.pods_by_owner, (o[0], f"{ns}/{o[1]}")))
+        return out
 
     def _index_owned(
         self, kind: str, key: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None
