@@ -98,9 +98,15 @@ def _resources(raw: Any, field_name: str) -> Resource:
     if not isinstance(raw, Mapping):
         raise ObjectError(field_name, f"expected a resource list, got {type(raw).__name__}")
     try:
-        return Resource.from_resource_list(raw)
+        r = Resource.from_resource_list(raw)
     except QuantityError as exc:
         raise ObjectError(field_name, str(exc)) from None
+    # Custom resources' schemas let a signed quantity through; a negative capability or
+    # minimum would silently block or invert every comparison made with it.
+    if r.milli_cpu < 0 or r.memory < 0 or r.max_task_num < 0 or any(v < 0 for v in r.scalars.values()):
+        bad = ", ".join(f"{k}: {v}" for k, v in raw.items() if str(v).strip().startswith("-"))
+        raise ObjectError(field_name, f"quantities must not be negative ({bad})")
+    return r
 
 
 @dataclass(frozen=True, slots=True)

@@ -462,6 +462,8 @@ class CapacityCardPlugin(Plugin):
             jr.full_cpu = job.min_resources.milli_cpu
             jr.full_memory = job.min_resources.memory
         if job.tasks:
+            if CARD_REQUEST_ANNOTATION in job.pod_group.meta.annotations:
+                self.job_card_request(job)  # unused once pods exist, but a malformed one is still reported
             for t in sorted(job.tasks.values(), key=lambda t: t.key):
                 if t.status in _GONE:
                     continue

@@ -1,0 +1,476 @@
+"""What a bare control plane lacks, played by the tests: nodes as a kubelet registers them, pods
+and PodGroups as Deployments/ReplicaSets and Volcano Jobs create them, a kubelet stand-in that runs
+bound pods and removes deleted ones, and ``tidesched run`` started as a user starts it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+from controlplane import Api, ApiError, ControlPlane, free_port
+
+VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
+GROUP_NAME = "scheduling.k8s.io/group-name"
+CARD_LABEL = "nvidia.com/gpu.product"
+
+
+def now_rfc3339() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def wait_until(pred: Callable[[], Any], timeout: float = 30.0, what: str = "condition", interval: float = 0.1) -> Any:
+    """Poll ``pred`` until it returns something truthy; fail the test with ``what`` otherwise."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+# ------------------------------------------------------------------------------------------
+# Objects
+
+
+def create_node(
+    api: Api,
+    name: str,
+    *,
+    cpu: str = "8",
+    memory: str = "32Gi",
+    pods: str = "110",
+    labels: dict[str, str] | None = None,
+    extra: dict[str, str] | None = None,
+    ready: bool = True,
+) -> dict[str, Any]:
+    """Register a node as its kubelet would: the object, then its status, then the not-ready taint
+    the admission plugin put on it removed (a node lifecycle controller's job)."""
+    api.post(
+        "/api/v1/nodes",
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        },
+    )
+    alloc = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
+    api.request(
+        "PATCH",
+        f"/api/v1/nodes/{name}/status",
+        {
+            "status": {
+                "capacity": alloc,
+                "allocatable": alloc,
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True" if ready else "False",
+                        "reason": "KubeletReady",
+                        "lastHeartbeatTime": now_rfc3339(),
+                        "lastTransitionTime": now_rfc3339(),
+                    }
+                ],
+            }
+        },
+    )
+    return api.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": None}})
+
+
+def gpu_node(api: Api, name: str, model: str = "NVIDIA-H200", cards: int = 8, **kw: Any) -> dict[str, Any]:
+    labels = {CARD_LABEL: model, "nvidia.com/gpu.count": str(cards), **kw.pop("labels", {})}
+    return create_node(
+        api, name, cpu=kw.pop("cpu", "192"), memory=kw.pop("memory", "2Ti"), labels=labels,
+        extra={"nvidia.com/gpu": str(cards)}, **kw,
+    )
+
+
+def ensure_namespace(api: Api, ns: str) -> None:
+    """A namespace with its ``default`` ServiceAccount (the token controller's job): the
+    ServiceAccount admission plugin refuses pods without it."""
+    for obj in (
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}},
+    ):
+        try:
+            api.create(obj)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+
+
+def owner_ref(api_version: str, kind: str, name: str, uid: str | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind}/{name}")),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def pod_body(
+    ns: str,
+    name: str,
+    *,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    gpus: int = 0,
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    owner: dict[str, Any] | None = None,
+    scheduler: str = "volcano",
+    priority_class: str | None = None,
+    node_selector: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    requests = {"cpu": cpu, "memory": memory}
+    if gpus:
+        requests["nvidia.com/gpu"] = str(gpus)
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [
+            {"name": "main", "image": "busybox", "resources": {"requests": requests, "limits": dict(requests) if gpus else {}}}
+        ],
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    md: dict[str, Any] = {"name": name, "namespace": ns, "annotations": annotations or {}, "labels": labels or {}}
+    if owner:
+        md["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec}
+
+
+def create_pod(api: Api, ns: str, name: str, **kw: Any) -> dict[str, Any]:
+    return api.post(f"/api/v1/namespaces/{ns}/pods", pod_body(ns, name, **kw))
+
+
+def create_queue(api: Api, name: str, *, annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return api.post(
+        f"{VOLCANO}/queues",
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {"weight": 1, "reclaimable": True, **spec},
+        },
+    )
+
+
+def create_podgroup(
+    api: Api,
+    ns: str,
+    name: str,
+    *,
+    min_member: int,
+    queue: str = "default",
+    annotations: dict[str, str] | None = None,
+    owner: dict[str, Any] | None = None,
+    priority_class: str | None = None,
+    min_resources: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    md: dict[str, Any] = {"name": name, "namespace": ns, "annotations": annotations or {}}
+    if owner:
+        md["ownerReferences"] = [owner]
+    spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if min_resources:
+        spec["minResources"] = min_resources
+    return api.post(
+        f"{VOLCANO}/namespaces/{ns}/podgroups",
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": md, "spec": spec, "status": {"phase": "Pending"}},
+    )
+
+
+def volcano_job(
+    api: Api,
+    ns: str,
+    name: str,
+    *,
+    replicas: int,
+    min_available: int | None = None,
+    queue: str = "default",
+    task: str = "worker",
+    annotations: dict[str, str] | None = None,
+    pod_annotations: dict[str, str] | None = None,
+    priority_class: str | None = None,
+    **pod_kw: Any,
+) -> list[str]:
+    """The PodGroup and pods Volcano's job controller makes for a one-task Job: PodGroup named
+    like the Job with the Job's annotations, pods ``<job>-<task>-<i>`` owned by the Job with the
+    group-name, job-name and task-spec annotations. Returns the pod names."""
+    job_owner = owner_ref("batch.volcano.sh/v1alpha1", "Job", name)
+    ann = dict(annotations or {})
+    create_podgroup(
+        api, ns, name, min_member=min_available if min_available is not None else replicas, queue=queue,
+        annotations=ann, owner=job_owner, priority_class=priority_class,
+    )
+    names = []
+    for i in range(replicas):
+        pod = f"{name}-{task}-{i}"
+        pann = {
+            GROUP_NAME: name,
+            "volcano.sh/job-name": name,
+            "volcano.sh/task-spec": task,
+            "volcano.sh/queue-name": queue,
+            **{k: v for k, v in ann.items() if k.startswith("volcano.sh/")},
+            **(pod_annotations or {}),
+        }
+        create_pod(api, ns, pod, annotations=pann, owner=job_owner, priority_class=priority_class, **pod_kw)
+        names.append(pod)
+    return names
+
+
+def replicaset_pods(
+    api: Api,
+    ns: str,
+    rs: str,
+    count: int,
+    *,
+    start: int = 0,
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    **pod_kw: Any,
+) -> list[str]:
+    """Pods a ReplicaSet controller would create (no PodGroup: the scheduler makes one per pod,
+    as Volcano's podgroup controller would)."""
+    owner = owner_ref("apps/v1", "ReplicaSet", rs)
+    names = []
+    for i in range(start, start + count):
+        pod = f"{rs}-{i:05d}"
+        create_pod(api, ns, pod, annotations=annotations, labels=labels, owner=owner, **pod_kw)
+        names.append(pod)
+    return names
+
+
+# ------------------------------------------------------------------------------------------
+# Reading back
+
+
+def pods(api: Api, ns: str) -> dict[str, dict[str, Any]]:
+    return {p["metadata"]["name"]: p for p in api.items(f"/api/v1/namespaces/{ns}/pods")}
+
+
+def bound(api: Api, ns: str) -> dict[str, str]:
+    """Pod name → node for the pods of ``ns`` that are bound (and not being deleted)."""
+    return {
+        n: p["spec"]["nodeName"]
+        for n, p in pods(api, ns).items()
+        if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
+    }
+
+
+def events(api: Api, ns: str, name: str | None = None, reason: str | None = None) -> list[dict[str, Any]]:
+    out = api.items(f"/api/v1/namespaces/{ns}/events")
+    return [
+        e for e in out
+        if (name is None or e["involvedObject"].get("name") == name) and (reason is None or e.get("reason") == reason)
+    ]
+
+
+def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c
+    return None
+
+
+def podgroup(api: Api, ns: str, name: str) -> dict[str, Any]:
+    return api.get(f"{VOLCANO}/namespaces/{ns}/podgroups/{name}")
+
+
+# ------------------------------------------------------------------------------------------
+# The kubelet stand-in
+
+
+class Kubelet:
+    """Plays every node's kubelet: a bound pod becomes Running with a startTime; a pod being
+    deleted (evicted) is removed once ``hold_deletions`` is off. Watches all pods; reconnects
+    when the watch ends (API server restarted, 410 Gone)."""
+
+    def __init__(self, cp: ControlPlane) -> None:
+        self.api = cp.client(cp.admin_token)
+        self.hold_deletions = False
+        self.started: dict[str, str] = {}  # ns/name -> node, every pod it ever started
+        self.deleted: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kubelet", daemon=True)
+
+    def start(self) -> Kubelet:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.api.close()
+
+    def release_deletions(self) -> None:
+        self.hold_deletions = False
+        for p in self.api.items("/api/v1/pods"):
+            self._handle(p)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                listing = self.api.get("/api/v1/pods")
+                for p in listing.get("items") or []:
+                    self._handle(p)
+                rv = listing["metadata"]["resourceVersion"]
+                while not self._stop.is_set():
+                    for ev in self.api.watch_lines("/api/v1/pods", rv, timeout=1):
+                        obj = ev.get("object") or {}
+                        if ev.get("type") == "ERROR":
+                            raise ApiError(int(obj.get("code") or 500), str(obj.get("message")), "WATCH", "pods")
+                        rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
+                        if ev.get("type") in ("ADDED", "MODIFIED"):
+                            self._handle(obj)
+                        if self._stop.is_set():
+                            return
+            except (ApiError, httpx.HTTPError, KeyError, ValueError):
+                self._stop.wait(0.2)  # the API server is restarting, or our version expired: relist
+
+    def _handle(self, p: dict[str, Any]) -> None:
+        md, spec, st = p["metadata"], p.get("spec") or {}, p.get("status") or {}
+        key = f"{md['namespace']}/{md['name']}"
+        try:
+            if md.get("deletionTimestamp"):
+                if not self.hold_deletions:
+                    self.api.delete(
+                        f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}",
+                        gracePeriodSeconds=0,
+                    )
+                    self.deleted.append(key)
+            elif spec.get("nodeName") and st.get("phase", "Pending") == "Pending":
+                self.api.patch(
+                    f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}/status",
+                    {
+                        "status": {
+                            "phase": "Running",
+                            "startTime": now_rfc3339(),
+                            "conditions": [
+                                {"type": "Ready", "status": "True", "lastTransitionTime": now_rfc3339()},
+                            ],
+                        }
+                    },
+                )
+                self.started[key] = spec["nodeName"]
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                raise
+
+
+# ------------------------------------------------------------------------------------------
+# The scheduler as a user runs it
+
+TIDESCHED = Path(sys.executable).with_name("tidesched")
+# A refused request as the scheduler logs it: the API server's "... is forbidden: ..." message,
+# the "(403)" error_message appends, or urllib3's debug line for the response.
+FORBIDDEN = re.compile(r'forbidden|\(403\)|HTTP/1\.1" 403 ', re.IGNORECASE)
+
+
+@dataclass
+class Scheduler:
+    """``tidesched run`` as a subprocess with a kubeconfig holding its ServiceAccount's token."""
+
+    kubeconfig: Path
+    conf: Path
+    log: Path
+    args: list[str] = field(default_factory=list)
+    period: str = "200ms"
+    metrics_port: int = field(default_factory=free_port)
+    popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Scheduler:
+        cmd = [
+            str(TIDESCHED), "run",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--scheduler-conf={self.conf}",
+            f"--schedule-period={self.period}",
+            "--enable-metrics", f"--listen-address=127.0.0.1:{self.metrics_port}",
+            "--enable-healthz", f"--healthz-address=127.0.0.1:{self.metrics_port}",
+            "-v=4",
+            *self.args,
+        ]
+        env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+        with open(self.log, "ab") as out:
+            self.popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        return self
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}{path}"
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(self.url(path), trust_env=False, timeout=5.0)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        def ready() -> bool:
+            if self.popen is not None and self.popen.poll() is not None:
+                raise AssertionError(f"tidesched run exited {self.popen.returncode}:\n{self.tail()}")
+            try:
+                return self.get("/readyz").status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(ready, timeout, "tidesched run /readyz")
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The value of one sample on /metrics (0 when absent)."""
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        for line in self.get("/metrics").text.splitlines():
+            if line.startswith("#"):
+                continue
+            head, _, value = line.rpartition(" ")
+            sample, _, lab = head.partition("{")
+            if sample != name:
+                continue
+            got = ",".join(sorted(x for x in lab.rstrip("}").split(",") if x))
+            if not want or all(f in got.split(",") for f in want.split(",")):
+                return float(value)
+        return 0.0
+
+    def kill(self, sig: int = signal.SIGKILL) -> int:
+        p = self.popen
+        assert p is not None
+        os.killpg(p.pid, sig)
+        return p.wait(30)
+
+    def stop(self) -> int | None:
+        p = self.popen
+        if p is None:
+            return None
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(10)
+        return p.returncode
+
+    def text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def tail(self, n: int = 40) -> str:
+        return "\n".join(self.text().splitlines()[-n:])
+
+    def forbidden_lines(self) -> list[str]:
+        return [line for line in self.text().splitlines() if FORBIDDEN.search(line)]

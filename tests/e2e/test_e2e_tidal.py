@@ -1,0 +1,94 @@
+"""Scenario 3: the seed's tidal story on a real API server (SPEC TIDE-1..6, DEC-8, K8S-2).
+
+Training gangs fill the H200 nodes at night; in the morning ReplicaSet-owned inference pods
+arrive. Whole training jobs are evicted through the Eviction API (never a part of a gang), and the
+inference pods bind once the evicted pods are gone."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from cluster import bound, create_queue, events, gpu_node, pods, replicaset_pods, volcano_job, wait_until
+
+H200 = "NVIDIA-H200"
+TRAINING = {"volcano.sh/service.type": "training", "volcano.sh/preemptable": "true"}
+INFERENCE = {
+    "volcano.sh/service.type": "inference",
+    "volcano.sh/preemptable": "false",
+    "volcano.sh/card.name": H200,
+    "scheduling.volcano.sh/queue-name": "online",
+}
+
+
+def test_inference_reclaims_whole_training_gangs(e2e) -> None:
+    api, kubelet = e2e.api, e2e.kubelet
+    e2e.priority_class("e2e-pc-high", 80000)
+    e2e.priority_class("e2e-pc-low", 40000)
+    research, online = e2e.namespace("research"), e2e.namespace("online")
+    gpu_node(api, "h200-1", H200, cards=8)
+    gpu_node(api, "h200-2", H200, cards=8)
+    create_queue(api, "online", priority=80000, reclaimable=False,
+                 annotations={"volcano.sh/card.quota": json.dumps({H200: 16})})
+    create_queue(api, "offline", priority=20000, reclaimable=True,
+                 annotations={"volcano.sh/card.quota": json.dumps({H200: 16})})
+    jobs = {}
+    for name in ("pretrain-a", "pretrain-b"):
+        jobs[name] = volcano_job(
+            api, research, name, replicas=2, queue="offline", priority_class="e2e-pc-low",
+            annotations={**TRAINING, "volcano.sh/card.request": json.dumps({H200: 8})},
+            pod_annotations={"volcano.sh/card.name": H200}, gpus=4, cpu="16", memory="64Gi",
+        )
+    sched = e2e.scheduler()  # deploy/configmap.yaml: the seed-000 tidal configuration
+    training = [p for names in jobs.values() for p in names]
+    wait_until(lambda: set(training) <= set(bound(api, research)), 30, "the training gangs to fill the nodes")
+    wait_until(lambda: all(k.startswith(research) for k in kubelet.started) and len(kubelet.started) == 4, 30,
+               "the training pods Running")
+
+    # Watch every training pod while reclaim happens: a gang must never be left partly running.
+    partial: list[dict[str, list[str]]] = []
+    stop = threading.Event()
+
+    def observe() -> None:
+        while not stop.is_set():
+            live = {n: p for n, p in pods(api, research).items() if not p["metadata"].get("deletionTimestamp")}
+            for job, names in jobs.items():
+                running = [n for n in names if n in live and live[n]["spec"].get("nodeName")]
+                if 0 < len(running) < len(names):
+                    partial.append({job: running})
+            stop.wait(0.05)
+
+    watcher = threading.Thread(target=observe, daemon=True)
+    watcher.start()
+    kubelet.hold_deletions = True  # evicted pods linger (grace period) until we let them go
+    serve = replicaset_pods(api, online, "chat-7d9f", 2, annotations=INFERENCE, priority_class="e2e-pc-high",
+                            gpus=4, cpu="8", memory="32Gi")
+
+    def evicting() -> set[str]:
+        return {n for n, p in pods(api, research).items() if p["metadata"].get("deletionTimestamp")}
+
+    victims = wait_until(evicting, 30, "training pods to be evicted")
+    # The inference pods wait for the cards: nothing binds onto a node still held by a victim.
+    assert not set(serve) & set(bound(api, online))
+    assert sched.metric("tidesched_pods_evicted_total") >= 1
+    kubelet.release_deletions()
+    placed = wait_until(lambda: (b := bound(api, online)) and set(serve) <= set(b) and b, 30,
+                        "the inference pods to bind")
+    stop.set()
+    watcher.join(5)
+
+    victims = {k.split("/", 1)[1] for k in kubelet.deleted if k.startswith(f"{research}/")}
+    evicted_jobs = [job for job, names in jobs.items() if set(names) <= victims]
+    assert evicted_jobs, f"no whole job evicted: {sorted(victims)}"
+    for job, names in jobs.items():
+        assert set(names) <= victims or not set(names) & victims, f"{job} partly evicted: {sorted(victims)}"
+    # Exactly one job's cards were needed (2 pods × 4 cards): the cheapest plan breaks one gang.
+    assert len(evicted_jobs) == 1, evicted_jobs
+    assert not partial, f"a training gang was partly running: {partial[:3]}"
+    assert set(training) - victims <= set(bound(api, research)), "a job that was not a victim lost pods"
+    assert len(placed) == 2
+    # Every victim was evicted through the Eviction API by the scheduler's ServiceAccount, once.
+    evictions = [a for a in e2e.cp.audit("eviction") if a.namespace == research]
+    assert sorted(a.name for a in evictions if a.code == 201) == sorted(victims)
+    assert {a.user for a in evictions} == {"system:serviceaccount:volcano-system:tidesched"}
+    assert not events(api, research, reason="FailedEviction")
