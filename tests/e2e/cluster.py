@@ -21,6 +21,22 @@ import httpx
 from controlplane import Api, ApiError, ControlPlane, free_port
 
 VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
+# Volcano's own default scheduler configuration (plus binpack): for scenarios about pods without
+# cards, which deploy/'s capacity-card configuration gives no CPU quota in the default queue.
+VOLCANO_DEFAULT_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
 GROUP_NAME = "scheduling.k8s.io/group-name"
 CARD_LABEL = "nvidia.com/gpu.product"
 
@@ -472,5 +488,19 @@ class Scheduler:
     def tail(self, n: int = 40) -> str:
         return "\n".join(self.text().splitlines()[-n:])
 
-    def forbidden_lines(self) -> list[str]:
-        return [line for line in self.text().splitlines() if FORBIDDEN.search(line)]
+    def forbidden_lines(self, excused: list[tuple[float, float]] = ()) -> list[str]:  # type: ignore[assignment]
+        """Log lines of refused requests, less those logged inside an ``excused`` window of epoch
+        seconds (a restarting API server refuses everything until its RBAC cache is filled)."""
+        out = []
+        at: float | None = None  # a multi-line message's lines share its first line's time
+        for line in self.text().splitlines():
+            try:
+                at = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
+            except ValueError:
+                pass
+            if not FORBIDDEN.search(line):
+                continue
+            if at is not None and any(a - 1 <= at <= b + 1 for a, b in excused):
+                continue
+            out.append(line)
+        return out

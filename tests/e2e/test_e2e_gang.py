@@ -2,22 +2,7 @@
 
 from __future__ import annotations
 
-from cluster import bound, condition, create_node, events, podgroup, volcano_job, wait_until
-
-VOLCANO_DEFAULT = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-"""
+from cluster import VOLCANO_DEFAULT_CONF, bound, condition, create_node, events, podgroup, volcano_job, wait_until
 
 
 def test_gang_binds_nothing_until_all_fit_then_everything(e2e) -> None:
@@ -28,7 +13,7 @@ def test_gang_binds_nothing_until_all_fit_then_everything(e2e) -> None:
     names = volcano_job(api, ns, "trainer", replicas=3, cpu="3", memory="1Gi")
     # Beside it a single pod that fits, so we know sessions ran and bound what they could.
     volcano_job(api, ns, "probe", replicas=1, cpu="500m", memory="1Gi")
-    sched = e2e.scheduler(VOLCANO_DEFAULT)
+    sched = e2e.scheduler(VOLCANO_DEFAULT_CONF)
 
     wait_until(lambda: "probe-worker-0" in bound(api, ns), 30, "the probe pod to bind")
 

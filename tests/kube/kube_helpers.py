@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 from builders import BASIC_CONFIG
 from tidesched.kube.api import Kube, TokenBucket, api_client_for
-from tidesched.kube.fakeapi import FakeApiServer
+from fakeapi import FakeApiServer
 from tidesched.kube.runner import RunOptions, Runner
 from tidesched.kube.store import ClusterStore, Informer, start_informers
 

@@ -12,7 +12,7 @@ import yaml
 
 from builders import node, pod, podgroup, queue
 from kube_helpers import ManualClock, fake_api, make_runner, wait
-from tidesched.kube.fakeapi import _PATH
+from fakeapi import _PATH
 from tidesched.kube.server import Metrics
 from tidesched.kube.usage import QuotaReport, Usage
 from tidesched.scheduler import config_from_text

@@ -58,25 +58,6 @@ def test_429_is_retried_until_the_budget_allows() -> None:
             rec.stop()
 
 
-def test_a_pdb_that_allows_nothing_blocks_and_is_reported() -> None:
-    with fake_api() as api:
-        api.create_many(
-            [node("n1"), pod("v", node="n1", phase="Running", labels={"app": "db"}), _pdb("db", 0, app="db")]
-        )
-        with informers(api) as (store, _):
-            assert store.wait_synced(10)
-            ev, rec = _evictor(api, store, retries=2)
-            ev.submit(["ns/v"], {})
-            assert ev.drain(10)
-            assert ev.failed == 1 and "ns/v" not in store.releasing  # the next session decides again
-            assert not api.get("Pod", "ns/v")["metadata"].get("deletionTimestamp")
-            assert rec.flush(10)
-            blocked = [e for e in api.list("Event") if e["reason"] == "EvictionBlocked"]
-            assert blocked and "disruption budget" in blocked[0]["message"]
-            ev.stop()
-            rec.stop()
-
-
 def test_delete_mode_uses_grace_period_and_uid_precondition() -> None:
     with fake_api() as api:
         api.create_many(

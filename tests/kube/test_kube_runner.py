@@ -3,7 +3,6 @@ restart safety (REL-3), and the run/quota/explain commands."""
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -11,11 +10,9 @@ import threading
 from pathlib import Path
 
 import yaml
-from typer.testing import CliRunner
 
 from builders import BASIC_CONFIG, node, pod, podgroup, queue
 from kube_helpers import ManualClock, bound_nodes, fake_api, http_get, make_runner, wait
-from tidesched.cli import app
 from tidesched.kube.api import Kube, api_client_for
 from tidesched.kube.commands import options_from_args, run_main, run_parser
 from tidesched.kube.runner import Runner, parse_duration
@@ -26,86 +23,6 @@ def _start(r: Runner) -> threading.Thread:
     t = threading.Thread(target=r.run, daemon=True)
     t.start()
     return t
-
-
-def test_run_schedules_writes_status_and_serves_endpoints(tmp_path: Path) -> None:
-    with fake_api() as api:
-        api.create_many(
-            [
-                node("n1", cpu="4"),
-                node("n2", cpu="4"),
-                queue("default"),
-                podgroup("gang", 2, phase="Pending"),
-                pod("g0", "gang"),
-                pod("g1", "gang"),
-                pod("bare"),
-                pod("huge", cpu="64"),
-                pod(
-                    "other", spec={"schedulerName": "default-scheduler"}, cpu="3", node="n1", phase="Running"
-                ),
-            ]
-        )
-        r = make_runner(
-            api,
-            tmp_path,
-            enable_metrics=True,
-            listen_address="127.0.0.1:0",
-            enable_healthz=True,
-            healthz_address="127.0.0.1:0",
-        )
-        t = _start(r)
-        try:
-            # Enqueue in one session, bind in the next; a bare pod runs as a one-member job.
-            assert wait(lambda: all(bound_nodes(api)[k] for k in ("ns/g0", "ns/g1", "ns/bare")), 10)
-            assert not bound_nodes(api)["ns/huge"]
-            # Another scheduler's pod uses 3 of n1's 4 CPUs: nothing of ours fits beside it twice.
-            placed = [v for k, v in bound_nodes(api).items() if k != "ns/other" and v]
-            assert placed.count("n1") <= 1
-            assert wait(
-                lambda: (api.get("PodGroup", "ns/gang").get("status") or {}).get("phase") == "Running", 5
-            )
-            assert wait(
-                lambda: any(
-                    c.get("reason") == "Unschedulable"
-                    for c in (api.get("Pod", "ns/huge")["status"].get("conditions") or [])
-                ),
-                5,
-            )
-            assert wait(
-                lambda: api.get("Queue", "default").get("status", {}).get("allocated", {}).get("cpu") == "3",
-                5,
-            )
-            assert r.recorder.flush(10)
-            failed = [e for e in api.list("Event") if e["reason"] == "FailedScheduling"]
-            assert len(failed) == 1 and failed[0]["involvedObject"]["name"] == "huge"
-            n = r.sessions
-            assert wait(lambda: r.sessions >= n + 5, 10)  # more sessions: still one event object
-            assert r.recorder.flush(10)
-            assert len([e for e in api.list("Event") if e["reason"] == "FailedScheduling"]) == 1
-            assert api.binds.most_common(1)[0][1] == 1  # nobody bound twice
-
-            assert wait(lambda: r.binder.bound == 3, 10)  # the replies reached the workers too
-            port = r.servers[0].port
-            code, body = http_get(port, "/metrics")
-            assert code == 200
-            for name in (
-                "tidesched_session_duration_seconds_count",
-                'tidesched_action_duration_seconds_count{action="allocate"}',
-                "tidesched_pods_bound_total 3.0",
-                'tidesched_queue_allocated{queue="default",resource="cpu"} 3.0',
-                "tidesched_pods_unschedulable 1.0",
-                'tidesched_cluster_allocatable{resource="cpu"} 8.0',
-            ):
-                assert name in body, name
-            code, body = http_get(port, "/api/v1/queues")
-            quota = json.loads(body)
-            assert code == 200 and quota["queues"]["default"]["cpu"]["used"] == 3.0
-            assert quota["queues"]["default"]["cpu"]["pending"] == 64.0
-            hport = r.servers[-1].port  # same address: one server serves both
-            assert http_get(hport, "/healthz")[0] == 200 and http_get(hport, "/readyz")[0] == 200
-        finally:
-            r.stop()
-            t.join(10)
 
 
 def test_first_session_waits_for_every_cache(tmp_path: Path) -> None:
@@ -140,46 +57,6 @@ def _configmap_update(mount: Path, text: str) -> None:
     link = mount / "scheduler.conf"
     if not link.is_symlink():
         link.symlink_to("..data/scheduler.conf")
-
-
-def test_config_reload_keeps_the_last_good_config(tmp_path: Path) -> None:
-    with fake_api() as api:
-        api.create_many([node("n1"), queue("default"), pod("a")])
-        _configmap_update(tmp_path, BASIC_CONFIG)
-        r = make_runner(api, tmp_path)  # --scheduler-conf=<mount>/scheduler.conf
-        rejected = r.metrics.config_reloads.labels("rejected")
-        applied = r.metrics.config_reloads.labels("applied")
-        t = _start(r)
-        try:
-            assert wait(lambda: r.sessions > 0, 10)
-            good = r.config
-            _configmap_update(tmp_path, 'actions: "enqueue, allocate, nosuchaction"\ntiers: []\n')
-            assert wait(lambda: rejected._value.get() == 1, 10)
-            assert r.config is good and applied._value.get() == 0
-            n = r.sessions
-            assert wait(lambda: r.sessions > n + 2, 10)  # still scheduling, with the last good config
-            assert r.config is good
-            assert rejected._value.get() == 1  # refused once, not re-read every session
-            assert wait(lambda: bound_nodes(api)["ns/a"] == "n1", 10)
-            fewer = BASIC_CONFIG.replace('"enqueue, allocate, backfill"', '"enqueue, allocate"')
-            _configmap_update(tmp_path, fewer)
-            assert wait(lambda: r.config.actions == ["enqueue", "allocate"], 10)
-            assert applied._value.get() == 1 and rejected._value.get() == 1
-
-            def runs(action: str) -> float:
-                sample = r.metrics.registry.get_sample_value(
-                    "tidesched_action_duration_seconds_count", {"action": action}
-                )
-                return sample or 0.0
-
-            n, backfills, allocates = r.sessions, runs("backfill"), runs("allocate")
-            assert wait(lambda: r.sessions > n + 2, 10)
-            # Sessions after the reload run the new action list (the config is swapped at the top
-            # of a loop turn, before that turn's session starts).
-            assert runs("allocate") >= allocates + 2 and runs("backfill") == backfills
-        finally:
-            r.stop()
-            t.join(10)
 
 
 def test_restart_between_decisions_and_binds_never_double_binds(tmp_path: Path) -> None:
@@ -363,35 +240,6 @@ def test_master_overrides_the_kubeconfig_server_and_keeps_its_credentials(tmp_pa
         assert (o.kubeconfig, o.host) == (str(kc), api.url)
 
 
-def test_quota_and_explain_against_a_live_cluster(tmp_path: Path) -> None:
-    with fake_api() as api:
-        api.create_many(
-            [
-                node("n1", cpu="4"),
-                queue("q", capability={"cpu": "10", "memory": "20Gi"}),
-                podgroup("job", 1, queue="q", phase="Running"),
-                pod("run", "job", node="n1", phase="Running"),
-                podgroup("big", 1, queue="q", phase="Inqueue", min_resources={"cpu": "16"}),
-                pod("wait", "big", cpu="16"),
-            ]
-        )
-        kc = _kubeconfig(tmp_path, api.url)
-        conf = tmp_path / "c.conf"
-        conf.write_text(BASIC_CONFIG)
-        cli = CliRunner()
-        res = cli.invoke(app, ["quota", "--kubeconfig", str(kc), "-c", str(conf), "-o", "json"])
-        assert res.exit_code == 0, res.output
-        q = json.loads(res.stdout)["queues"]["q"]["cpu"]
-        assert q == {"quota": 10.0, "used": 1.0, "inqueue": 16.0, "pending": 16.0}
-        res = cli.invoke(app, ["quota", "--kubeconfig", str(kc), "-c", str(conf)])
-        assert res.exit_code == 0 and "Queue quota and usage" in res.stdout
-        res = cli.invoke(app, ["explain", "ns/wait", "--kubeconfig", str(kc), "-c", str(conf)])
-        assert res.exit_code == 0, res.output
-        assert "stays pending" in res.stdout and "Insufficient cpu" in res.stdout
-        # Reads only: nothing was written to the cluster.
-        assert not [m for m, _p, _s in api.requests if m != "GET"]
-
-
 def _run_process(api: str | Path, conf: Path, log: Path, *extra: str) -> subprocess.Popen:
     """``tidesched run`` as a real process against the fake API (its URL, or a kubeconfig file
     naming it), its output in ``log`` (a file, not a pipe nobody reads while it runs)."""
@@ -415,35 +263,6 @@ def _run_process(api: str | Path, conf: Path, log: Path, *extra: str) -> subproc
 
 def _output(log: Path) -> str:
     return log.read_text(errors="replace")[-4000:]
-
-
-def test_tidesched_run_process_schedules_and_exits_0_on_sigterm(tmp_path: Path) -> None:
-    with fake_api() as api:
-        api.create_many([node("n1"), queue("default"), pod("a")])
-        conf = tmp_path / "c.conf"
-        conf.write_text(BASIC_CONFIG)
-        # A fresh Lease is taken at once; long durations so that no stall of this loaded
-        # process can cost it the lease before the SIGTERM (which would make it exit 1).
-        log = tmp_path / "run.log"
-        proc = _run_process(
-            _kubeconfig(tmp_path, api.url),
-            conf,
-            log,
-            "--leader-elect",
-            "--leader-elect-lease-duration=60s",
-            "--leader-elect-renew-deadline=40s",
-            "--leader-elect-retry-period=100ms",
-            "2>&1",
-        )
-        try:
-            assert wait(lambda: bound_nodes(api)["ns/a"] == "n1", 30), _output(log)
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(30) == 0, _output(log)
-            assert api.get("Lease", "volcano-system/vc-scheduler")["spec"]["holderIdentity"] == ""
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
 
 
 def test_sigkill_between_decisions_and_binds_then_restart(tmp_path: Path) -> None:

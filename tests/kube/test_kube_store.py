@@ -2,41 +2,15 @@
 
 from __future__ import annotations
 
-from builders import node, pod, podgroup, queue
+from builders import node, pod
 from kube_helpers import FAST_INFORMER, fake_api, informers, kube_for, wait
 from tidesched.kube.store import (
     NODE,
     POD,
-    PODGROUP,
-    PRIORITY_CLASS,
-    QUEUE,
     RESOURCE_TYPES,
     ClusterStore,
     Informer,
 )
-
-
-def test_list_then_watch_follows_adds_updates_deletes() -> None:
-    with fake_api() as api:
-        api.create_many([node("n1"), node("n2"), queue("q"), podgroup("pg"), pod("a", "pg")])
-        with informers(api) as (store, _):
-            assert store.wait_synced(10)
-            # List items of built-in kinds come without kind: the store puts it back for the core.
-            assert store.get(NODE, "n1")["kind"] == "Node"
-            assert store.get(POD, "ns/a")["kind"] == "Pod"
-            assert store.get(QUEUE, "q") is not None and store.get(PODGROUP, "ns/pg") is not None
-            api.create(node("n3"))
-            api.update("Pod", "ns/a", lambda p: p["spec"].__setitem__("nodeName", "n1"))
-            api.delete("Node", "n2")
-            assert wait(
-                lambda: (
-                    store.get(NODE, "n3") is not None
-                    and store.get(NODE, "n2") is None
-                    and store.get(POD, "ns/a")["spec"].get("nodeName") == "n1"
-                )
-            )
-        # Exactly one list per resource type; everything else came over the watch.
-        assert api.count("GET", r"^/api/v1/nodes$") >= 2  # the list + at least one watch
 
 
 def test_list_in_pages_and_only_whole_lists_enter_the_cache() -> None:
@@ -126,34 +100,6 @@ def test_snapshot_overlays_assumed_and_releasing_pods() -> None:
     assert "nodeName" not in store.snapshot_objects()[-1]["spec"]
 
 
-def test_pdbs_are_listed_watched_and_reach_the_snapshot() -> None:
-    from tidesched.kube.store import PDB
-    from tidesched.model.snapshot import build_snapshot
-
-    pdb = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "db", "namespace": "ns"},
-        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
-        "status": {"disruptionsAllowed": 1},
-    }
-    with fake_api() as api:
-        api.create_many([node("n1"), pdb])
-        with informers(api) as (store, _):
-            assert store.wait_synced(10)
-            assert store.get(PDB, "ns/db")["kind"] == "PodDisruptionBudget"
-            snap = build_snapshot(store.snapshot_objects(), strict_kinds=False)
-            assert [(p.key, p.disruptions_allowed) for p in snap.pdbs] == [("ns/db", 1)] and not snap.ignored
-            # The disruption controller lowers the budget: the watch brings the change.
-            api.update(PDB, "ns/db", lambda o: o["status"].__setitem__("disruptionsAllowed", 0))
-            assert wait(lambda: store.get(PDB, "ns/db")["status"]["disruptionsAllowed"] == 0)
-            snap = build_snapshot(store.snapshot_objects(), strict_kinds=False)
-            assert [p.disruptions_allowed for p in snap.pdbs] == [0]
-            api.delete(PDB, "ns/db")
-            assert wait(lambda: store.get(PDB, "ns/db") is None)
-            assert build_snapshot(store.snapshot_objects(), strict_kinds=False).pdbs == []
-
-
 def test_410_on_a_list_continuation_relists_from_scratch() -> None:
     """The history is compacted between two pages of the first list: the continue token is
     refused with 410 Expired, and the informer starts the list over (never a partial cache)."""
@@ -193,15 +139,3 @@ def test_410_on_a_list_continuation_relists_from_scratch() -> None:
             inf.stop()
 
 
-def test_priority_classes_are_listed_and_watched() -> None:
-    with fake_api() as api:
-        api.create({"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000})
-        with informers(api) as (store, _):
-            assert store.wait_synced(10)
-            got = store.get(PRIORITY_CLASS, "high")
-            assert got["value"] == 1000 and got["apiVersion"] == "scheduling.k8s.io/v1"
-            api.create({"kind": "PriorityClass", "metadata": {"name": "low"}, "value": 10})
-            api.delete("PriorityClass", "high")
-            assert wait(lambda: store.get(PRIORITY_CLASS, "high") is None)  # the later event
-            assert store.get(PRIORITY_CLASS, "low") is not None  # ... so the earlier one is in too
-            assert "PriorityClass" in {o["kind"] for o in store.snapshot_objects()}

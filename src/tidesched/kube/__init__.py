@@ -2,8 +2,8 @@
 
 ``store`` (informers), ``binder``, ``evictor``, ``status`` (status subresources, pod conditions,
 aggregated events), ``leader`` (Lease election), ``server`` (metrics, health, quota API),
-``usage`` (quota report), ``runner`` (the loop of ``tidesched run``). ``fakeapi`` is the
-in-process fake API server the tests and the benchmark use; it is not used in production.
+``usage`` (quota report), ``runner`` (the loop of ``tidesched run``). Tested end to end against
+a real kube-apiserver (``tests/e2e``).
 
 No scheduling logic lives here (RUN-4): decisions come from ``tidesched.scheduler``'s session.
 """

@@ -63,7 +63,7 @@ def parse_duration(text: str | float) -> float:
 @dataclass
 class RunOptions:
     kubeconfig: str | None = None
-    host: str | None = None  # a plain API URL instead of a kubeconfig (tests against the fake API)
+    host: str | None = None  # a plain API URL instead of a kubeconfig (kubectl proxy, fault-injection tests)
     scheduler_conf: str | None = None
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
     schedule_period: float = 1.0
@@ -223,6 +223,8 @@ class Runner:
             s.start()
         if self.elector is not None:
             self.elector.start()
+        else:
+            self.metrics.leader.set(1)  # without election this instance is the one that schedules
 
     def stop(self) -> None:
         self.stop_event.set()

@@ -1,4 +1,4 @@
-"""An in-process *fake* Kubernetes API server for the adapter's tests and benchmark.
+"""An in-process *fake* Kubernetes API server for the fault-injection tests of the adapter.
 
 It is not a kube-apiserver. It reproduces only the protocol behaviour the adapter depends on,
 on 127.0.0.1 with an ephemeral port:
