@@ -1,197 +1,229 @@
-"""Benchmark: binds per second through the Kubernetes adapter against the *fake* API server.
+"""Benchmark: pods bound per second on a real control plane, tidesched beside kube-scheduler.
 
-A child process runs ``tidesched.kube.fakeapi.FakeApiServer`` on 127.0.0.1 (an ephemeral port)
-holding N nodes and M pending pods (gangs of 1–4 pods, PodGroups already Inqueue, one queue);
-this process runs the real ``tidesched run`` machinery (``Runner``: informers, sessions, binder
-pool under the ``--kube-api-qps`` token bucket, status writer, event recorder) until every pod
-is bound. Reported:
+For each size and each scheduler a fresh control plane (etcd + kube-apiserver from
+``../shared/envtest`` or ``KUBEBUILDER_ASSETS``, raised in-flight limits) gets the same nodes and
+pending pods (1 CPU / 1 Gi each, no PodGroups unless ``--gang``), then the scheduler starts:
 
-* binds/s — bindings confirmed by the API (201) per second, from the first bind call to the
-  last (the adapter's bind pipeline: queue, workers, QPS limit, HTTP, fake server);
-* end to end — from caches synced to the last pod bound (sessions included);
-* the first session's duration (snapshot + actions + close for the whole cluster).
+* ``kube-scheduler`` from the same directory (``KubeSchedulerConfiguration``: qps/burst 2000, no
+  leader election; pods with ``schedulerName: default-scheduler``);
+* ``tidesched run`` as deployed: ``deploy/`` applied, its ServiceAccount's token, Volcano's
+  built-in configuration, ``--kube-api-qps``/``--kube-api-burst`` 2000 (pods with
+  ``schedulerName: volcano``).
 
-The fake server shares the machine (2 cores here) and is itself Python; a real kube-apiserver
-answers a binding in about a millisecond and runs elsewhere, so the figure is a floor for the
-adapter, not a promise about a cluster. Run by hand:
+Bindings are counted from the API server's audit log (a local file: counting costs the API server
+nothing). Printed per run: pods/s from the first bind to the last, the first bind's delay after
+the scheduler process started, total time, the CPU seconds the scheduler, kube-apiserver and
+etcd spent from start to the last bind, and the scheduler's peak RSS. Run by hand:
 
-    .venv/bin/python benchmarks/kube.py                      # 5,000 nodes, 10,000 pods, qps 2000
-    .venv/bin/python benchmarks/kube.py --nodes 500 --pods 1000
+    .venv/bin/python benchmarks/kube.py                     # 1,000 × 5,000 and 5,000 × 10,000
+    .venv/bin/python benchmarks/kube.py --sizes 1000x5000 --gang 8
+    .venv/bin/python benchmarks/kube.py --only tidesched --sizes 200x1000
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import multiprocessing as mp
-import random
+import json
+import os
+import subprocess
 import sys
-import tempfile
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-CONFIG = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: predicates
-  - name: nodeorder
-"""
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+
+from cluster import SA_NAME, SA_NAMESPACE, TIDESCHED, create_node, ensure_namespace, install_deploy  # noqa: E402
+from controlplane import Api, ControlPlane, find_assets  # noqa: E402
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def generate(n_nodes: int, n_pods: int, seed: int = 1) -> list[dict[str, Any]]:
-    rng = random.Random(seed)
-    objs: list[dict[str, Any]] = [{"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}]
-    for i in range(n_nodes):
-        objs.append(
-            {
-                "kind": "Node",
-                "metadata": {"name": f"node-{i:05d}", "labels": {"zone": f"z{i % 4}"}},
-                "spec": {},
-                "status": {
-                    "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"},
-                    "conditions": [{"type": "Ready", "status": "True"}],
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU of a process and its reaped children, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK_TCK
+
+
+def peak_rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def populate(api: Api, nodes: int, pods: int, scheduler: str, gang: int, workers: int = 16) -> None:
+    """Nodes (registered, Ready, untainted) and pending pods, in parallel."""
+    ns = "bench"
+    ensure_namespace(api, ns)
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(lambda i: create_node(api, f"node-{i:05d}", cpu="32", memory="128Gi"), range(nodes)))
+        if gang:
+            groups = (pods + gang - 1) // gang
+            list(pool.map(lambda g: api.post(
+                f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups",
+                {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                 "metadata": {"name": f"pg-{g:05d}", "namespace": ns},
+                 "spec": {"minMember": min(gang, pods - g * gang), "queue": "default"}},
+            ), range(groups)))
+
+        def pod(i: int) -> None:
+            ann = {"scheduling.k8s.io/group-name": f"pg-{i // gang:05d}"} if gang else {}
+            api.post(f"/api/v1/namespaces/{ns}/pods", {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"pod-{i:06d}", "namespace": ns, "annotations": ann},
+                "spec": {
+                    "schedulerName": scheduler,
+                    "automountServiceAccountToken": False,
+                    "containers": [{"name": "c", "image": "busybox",
+                                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
                 },
-            }
+            })
+
+        list(pool.map(pod, range(pods)))
+
+
+def bind_times(cp: ControlPlane) -> list[float]:
+    """Epoch seconds of every successful binding, from the audit log."""
+    out = []
+    try:
+        lines = (cp.workdir / "audit.log").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        ev = json.loads(line)
+        if (ev.get("objectRef") or {}).get("subresource") == "binding" and (ev.get("responseStatus") or {}).get("code") == 201:
+            out.append(datetime.fromisoformat(ev["stageTimestamp"]).timestamp())
+    return sorted(out)
+
+
+def count_binds(cp: ControlPlane) -> int:
+    try:
+        with open(cp.workdir / "audit.log", "rb") as f:
+            return sum(1 for line in f if b'"binding"' in line and b'"code":201' in line)
+    except OSError:
+        return 0
+
+
+@dataclass
+class Result:
+    scheduler: str
+    nodes: int
+    pods: int
+    gang: int
+    bound: int
+    pods_per_s: float
+    first_bind_s: float
+    total_s: float
+    cpu: dict[str, float]
+    rss_mib: float
+
+
+def start_scheduler(which: str, cp: ControlPlane, workdir: Path, extra: list[str]) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+    log = open(workdir / f"{which}.log", "wb")
+    if which == "kube-scheduler":
+        kubeconfig = cp.kubeconfig(workdir / "admin.kubeconfig", cp.admin_token, user="admin")
+        conf = workdir / "kube-scheduler.yaml"
+        conf.write_text(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+            f"clientConnection:\n  kubeconfig: {kubeconfig}\n  qps: 2000\n  burst: 2000\n"
+            "leaderElection:\n  leaderElect: false\n"
         )
-    made = j = 0
-    while made < n_pods:
-        size = min(rng.choice([1, 1, 2, 4]), n_pods - made)
-        name = f"job-{j:06d}"
-        objs.append(
-            {
-                "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": "bench"},
-                "spec": {"minMember": size, "queue": "default"},
-                "status": {"phase": "Inqueue"},
-            }
+        cmd = [str(cp.assets / "kube-scheduler"), f"--config={conf}", "--secure-port=0", "-v=1"]
+    else:
+        token = cp.service_account_token(SA_NAMESPACE, SA_NAME)
+        kubeconfig = cp.kubeconfig(workdir / "tidesched.kubeconfig", token)
+        cmd = [str(TIDESCHED), "run", f"--kubeconfig={kubeconfig}", "--kube-api-qps=2000",
+               "--kube-api-burst=2000", "-v=1", *extra]
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def run_one(which: str, nodes: int, pods: int, gang: int, assets: Path, extra: list[str], timeout: float) -> Result:
+    cp = ControlPlane(assets, load_test=True)
+    cp.start()
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        install_deploy(cp.admin)
+        t = time.monotonic()
+        populate(cp.admin, nodes, pods, "default-scheduler" if which == "kube-scheduler" else "volcano", gang)
+        print(f"  {which}: {nodes} nodes, {pods} pods created in {time.monotonic() - t:.0f}s", flush=True)
+        procs = {"apiserver": cp.apiserver.popen.pid, "etcd": cp.etcd.popen.pid}  # type: ignore[union-attr]
+        cpu0 = {k: cpu_seconds(p) for k, p in procs.items()}
+        started = time.time()
+        proc = start_scheduler(which, cp, cp.workdir, extra)
+        procs["scheduler"] = proc.pid
+        cpu0["scheduler"] = 0.0
+        deadline = time.monotonic() + timeout
+        while count_binds(cp) < pods and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+        cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in procs.items()}
+        rss = peak_rss_mib(proc.pid)
+        times = bind_times(cp)
+        span = (times[-1] - times[0]) if len(times) > 1 else float("nan")
+        return Result(
+            which, nodes, pods, gang, len(times),
+            (len(times) - 1) / span if span and span == span else 0.0,
+            (times[0] - started) if times else float("nan"),
+            (times[-1] - started) if times else float("nan"),
+            cpu, rss,
         )
-        cpu = rng.choice(["500m", "1", "2"])
-        for k in range(size):
-            objs.append(
-                {
-                    "kind": "Pod",
-                    "metadata": {
-                        "name": f"{name}-w-{k}",
-                        "namespace": "bench",
-                        "annotations": {"scheduling.k8s.io/group-name": name},
-                    },
-                    "spec": {
-                        "schedulerName": "volcano",
-                        "containers": [
-                            {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
-                        ],
-                    },
-                    "status": {"phase": "Pending"},
-                }
-            )
-        made += size
-        j += 1
-    return objs
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        cp.cleanup()
 
 
-def _serve(n_nodes: int, n_pods: int, conn: Any) -> None:
-    from tidesched.kube.fakeapi import FakeApiServer
-
-    api = FakeApiServer(bookmark_interval=5.0, max_watch_seconds=600.0, record_requests=False)
-    api.create_many(generate(n_nodes, n_pods))
-    conn.send(api.start())
-    conn.recv()  # until the parent is done
-    conn.send(sum(1 for p in api.list("Pod") if p["spec"].get("nodeName")))
-    api.stop()
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--nodes", type=int, default=5000)
-    ap.add_argument("--pods", type=int, default=10000)
-    ap.add_argument("--kube-api-qps", type=float, default=2000.0)
-    ap.add_argument("--kube-api-burst", type=int, default=2000)
-    ap.add_argument("--bind-workers", type=int, default=32)
-    ap.add_argument("--schedule-period", type=float, default=1.0)
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1000x5000,5000x10000", help="NODESxPODS, comma-separated")
+    ap.add_argument("--gang", type=int, default=0, help="also run tidesched with PodGroups of this size")
+    ap.add_argument("--only", choices=["kube-scheduler", "tidesched"], default=None)
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--tidesched-arg", action="append", default=[], help="extra flag for tidesched run")
     args = ap.parse_args()
-    logging.basicConfig(level=logging.ERROR)  # the fake API stops before the last status writes
+    assets, missing = find_assets(("kube-scheduler",))
+    if assets is None:
+        print(f"cannot run: {missing}", file=sys.stderr)
+        return 2
+    results: list[Result] = []
+    for size in args.sizes.split(","):
+        nodes, pods = (int(x) for x in size.lower().split("x"))
+        runs = [("kube-scheduler", 0), ("tidesched", 0)]
+        if args.gang:
+            runs.append(("tidesched", args.gang))
+        for which, gang in runs:
+            if args.only and which != args.only:
+                continue
+            r = run_one(which, nodes, pods, gang, assets, args.tidesched_arg, args.timeout)
+            results.append(r)
+            print(f"  {_row(r)}", flush=True)
+    print("\nscheduler        nodes × pods    gang  bound   pods/s  first bind  total   CPU s: sched / apiserver / etcd  peak RSS")
+    for r in results:
+        print(_row(r))
+    return 0
 
-    from tidesched.kube.runner import Runner, RunOptions
 
-    parent, child = mp.Pipe()
-    proc = mp.get_context("fork").Process(target=_serve, args=(args.nodes, args.pods, child), daemon=True)
-    t_gen = time.perf_counter()
-    proc.start()
-    url = parent.recv()
-    print(
-        f"fake API at {url}: {args.nodes} nodes, {args.pods} pending pods "
-        f"(set up in {time.perf_counter() - t_gen:.1f}s)",
-        flush=True,
+def _row(r: Result) -> str:
+    return (
+        f"{r.scheduler:<15} {r.nodes:>6} × {r.pods:<6} {r.gang or '-':>4}  {r.bound:>6} {r.pods_per_s:>8.0f} "
+        f"{r.first_bind_s:>9.1f}s {r.total_s:>6.1f}s   {r.cpu['scheduler']:>6.1f} / {r.cpu['apiserver']:>6.1f} / "
+        f"{r.cpu['etcd']:>5.1f}          {r.rss_mib:>5.0f} MiB"
     )
-
-    with tempfile.TemporaryDirectory() as tmp:
-        conf = Path(tmp) / "scheduler.conf"
-        conf.write_text(CONFIG)
-        runner = Runner(
-            RunOptions(
-                host=url,
-                scheduler_conf=str(conf),
-                schedule_period=args.schedule_period,
-                kube_api_qps=args.kube_api_qps,
-                kube_api_burst=args.kube_api_burst,
-                bind_workers=args.bind_workers,
-            )
-        )
-        first_bind: list[float] = []
-        last_bind: list[float] = [0.0]
-        inner = runner.binder.on_result
-
-        def on_result(what: str, seconds: float) -> None:
-            now = time.perf_counter()
-            if what == "bound":
-                if not first_bind:
-                    first_bind.append(now - seconds)
-                last_bind[0] = now
-            if inner:
-                inner(what, seconds)
-
-        runner.binder.on_result = on_result
-        t0 = time.perf_counter()
-        loop = threading.Thread(target=runner.run, daemon=True)
-        loop.start()
-        if not runner.store.wait_synced(args.timeout):
-            sys.exit("caches never synced")
-        t_synced = time.perf_counter()
-        deadline = t_synced + args.timeout
-        while runner.binder.bound + runner.binder.failed < args.pods and time.perf_counter() < deadline:
-            time.sleep(0.05)
-        t_done = time.perf_counter()
-        first_session = runner.metrics.session_duration.collect()[0].samples
-        runner.stop()
-        loop.join(30)
-        parent.send("done")
-        bound_in_api = parent.recv()
-        proc.join(10)
-
-    bound, failed = runner.binder.bound, runner.binder.failed
-    span = (last_bind[0] - first_bind[0]) if first_bind else float("nan")
-    sessions = next((s.value for s in first_session if s.name.endswith("_count")), 0)
-    total = next((s.value for s in first_session if s.name.endswith("_sum")), 0.0)
-    print(
-        f"caches synced in {t_synced - t0:.2f}s; sessions run {sessions:.0f} "
-        f"(mean {total / max(sessions, 1):.2f}s)"
-    )
-    print(f"bound {bound} (API shows {bound_in_api}), bind failures {failed}")
-    print(
-        f"binds/s through the adapter: {bound / span:,.0f}  "
-        f"(first to last bind {span:.2f}s, qps limit {args.kube_api_qps:g}, {args.bind_workers} workers)"
-    )
-    e2e = t_done - t_synced
-    print(f"end to end (synced → all bound): {e2e:.2f}s = {bound / e2e:,.0f} pods/s")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -18,9 +18,11 @@ from typing import Any, Callable
 
 import httpx
 
-from controlplane import Api, ApiError, ControlPlane, free_port
+from controlplane import REPO, Api, ApiError, ControlPlane, free_port
 
 VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
+DEPLOY = REPO / "deploy"
+SA_NAMESPACE, SA_NAME = "volcano-system", "tidesched"
 # Volcano's own default scheduler configuration (plus binpack): for scenarios about pods without
 # cards, which deploy/'s capacity-card configuration gives no CPU quota in the default queue.
 VOLCANO_DEFAULT_CONF = """
@@ -55,6 +57,33 @@ def wait_until(pred: Callable[[], Any], timeout: float = 30.0, what: str = "cond
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+# ------------------------------------------------------------------------------------------
+# deploy/ as an operator applies it
+
+
+def install_deploy(api: Api) -> None:
+    """kubectl apply -f deploy/crds/ -f deploy/default-queue.yaml; kubectl apply -k deploy/ (less
+    the Deployment and Service, which need a kubelet)."""
+    for crd in sorted((DEPLOY / "crds").glob("*.yaml")):
+        api.apply_file(crd)
+    # CRDs are served a moment after they are created.
+    wait_until(
+        lambda: {r["name"] for r in api.get("/apis/scheduling.volcano.sh/v1beta1").get("resources", [])}
+        >= {"queues", "podgroups"} if _discoverable(api) else False,
+        30, "the Volcano CRDs in discovery",
+    )
+    for name in ("namespace.yaml", "rbac.yaml", "configmap.yaml", "default-queue.yaml"):
+        api.apply_file(DEPLOY / name)
+
+
+def _discoverable(api: Api) -> bool:
+    try:
+        api.get("/apis/scheduling.volcano.sh/v1beta1")
+        return True
+    except ApiError:
+        return False
 
 
 # ------------------------------------------------------------------------------------------

@@ -17,11 +17,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cluster import Kubelet, Scheduler, ensure_namespace, wait_until  # noqa: E402
-from controlplane import REPO, Api, ApiError, ControlPlane, find_assets  # noqa: E402
+from cluster import SA_NAME, SA_NAMESPACE, Kubelet, Scheduler, ensure_namespace, install_deploy, wait_until  # noqa: E402
+from controlplane import Api, ApiError, ControlPlane, find_assets  # noqa: E402
 
-DEPLOY = REPO / "deploy"
-SA_NAMESPACE, SA_NAME = "volcano-system", "tidesched"
 _counter = itertools.count(1)
 
 
@@ -49,29 +47,6 @@ class Installed:
     kubeconfig: Path
     token: str
     config_text: str  # the ConfigMap's volcano-scheduler.conf, as the volume would mount it
-
-
-def install_deploy(api: Api) -> None:
-    """kubectl apply -f deploy/crds/ -f deploy/default-queue.yaml; kubectl apply -k deploy/ (less
-    the Deployment and Service, which need a kubelet)."""
-    for crd in sorted((DEPLOY / "crds").glob("*.yaml")):
-        api.apply_file(crd)
-    # CRDs are served a moment after they are created.
-    wait_until(
-        lambda: {r["name"] for r in api.get("/apis/scheduling.volcano.sh/v1beta1").get("resources", [])}
-        >= {"queues", "podgroups"} if _discoverable(api) else False,
-        30, "the Volcano CRDs in discovery",
-    )
-    for name in ("namespace.yaml", "rbac.yaml", "configmap.yaml", "default-queue.yaml"):
-        api.apply_file(DEPLOY / name)
-
-
-def _discoverable(api: Api) -> bool:
-    try:
-        api.get("/apis/scheduling.volcano.sh/v1beta1")
-        return True
-    except ApiError:
-        return False
 
 
 @pytest.fixture(scope="session")

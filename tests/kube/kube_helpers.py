@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from builders import BASIC_CONFIG
-from tidesched.kube.api import Kube, TokenBucket, api_client_for
+from tidesched.kube.api import Kube, TokenBucket, connect
 from fakeapi import FakeApiServer
 from tidesched.kube.runner import RunOptions, Runner
 from tidesched.kube.store import ClusterStore, Informer, start_informers
@@ -58,7 +58,7 @@ def fake_api(**kwargs: Any) -> Iterator[FakeApiServer]:
 
 def kube_for(api: FakeApiServer, qps: float = 0.0, burst: int = 1) -> Kube:
     return Kube(
-        api_client_for(host=api.url, pool_size=16),
+        connect(host=api.url, pool_size=16),
         TokenBucket(qps, burst) if qps else None,
         request_timeout=5.0,
     )

@@ -145,7 +145,7 @@ def test_binds_respect_the_qps_limit() -> None:
 
             bucket = TokenBucket(20, 1, clock=lambda: 1000.0, sleep=record)
             b, rec = _binder(api, store, workers=8)
-            b.kube = Kube(b.kube.api_client, bucket, b.kube.request_timeout)
+            b.kube = Kube(b.kube.conn, bucket, b.kube.request_timeout)
             b.submit({f"ns/p{i}": "n1" for i in range(10)})
             assert b.drain(10)
             assert b.bound == 10 and api.count("POST", r"/binding$") == 10 == bucket.acquired

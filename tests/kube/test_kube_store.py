@@ -106,19 +106,19 @@ def test_410_on_a_list_continuation_relists_from_scratch() -> None:
     with fake_api() as api:
         api.create_many([node(f"n{i}") for i in range(5)])
         kube = kube_for(api)
-        plain = kube.call
+        plain = kube.get
         pages: list[object] = []
         seen_in_cache: list[int] = []
 
-        def call(fn, *args, **kwargs):
-            pages.append(kwargs.get("_continue"))
-            body = plain(fn, *args, **kwargs)
+        def get(path, **params):
+            pages.append(params.get("continue"))
+            body = plain(path, **params)
             if len(pages) == 1:  # after the first page: a change, then compaction
                 api.create(node("n9"))
                 api.compact()
             return body
 
-        kube.call = call  # type: ignore[method-assign]
+        kube.get = get  # type: ignore[method-assign]
         store = ClusterStore(kinds=(NODE,))
         inf = Informer(kube, RESOURCE_TYPES[NODE], store, page_size=2, **FAST_INFORMER)
         real_replace = store.replace

@@ -1,28 +1,40 @@
-"""The adapter's one door to the API server: the official ``kubernetes`` client, raw JSON.
+"""The adapter's one door to the API server: a lean JSON-over-HTTPS client (K8S-1..3).
 
-Every call goes through :meth:`Kube.call` (or :meth:`Kube.stream` for watches) with
-``_preload_content=False``: the adapter keeps objects as the dicts the API server sent, because
-the scheduling core parses raw objects itself (``model.snapshot.build_snapshot``) and
-deserialising 10,000 pods into client model classes per relist would only cost time.
+Credentials come from the official ``kubernetes`` client's loaders, so a kubeconfig (tokens,
+client certificates, exec and auth-provider plugins, ``--context``) or the in-cluster service
+account work exactly as they do for ``kubectl``-style tools. Requests do *not* go through the
+generated client: its per-call validation, model handling and per-request credential reload cost
+more than the request itself when thousands of bindings are sent. Instead one urllib3 pool of
+keep-alive connections carries every call, bodies are raw JSON (encoded and decoded with orjson),
+and objects stay the dicts the API server sent, which is what the scheduling core parses.
 
-Client-side rate limiting is ours (:class:`TokenBucket`, ``--kube-api-qps``/``--kube-api-burst``)
-because the Python client has none; like kube-scheduler, events and the leader-election lease
-get their own buckets so that neither can starve binds nor be starved by them.
+Client-side rate limiting is ours (:class:`TokenBucket`, ``--kube-api-qps``/``--kube-api-burst``);
+like kube-scheduler, events and the leader-election lease get their own buckets so that neither
+can starve binds nor be starved by them.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+from urllib.parse import urlencode
 
+import orjson
+import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["ApiException", "Kube", "TokenBucket", "api_client_for", "status_of", "is_transient"]
+__all__ = ["ApiException", "Connection", "Kube", "TokenBucket", "connect", "status_of", "is_transient"]
+
+# How long a bearer token from the kubeconfig loader is reused before its refresh hook (exec
+# plugin, token file, OIDC) is asked again; a 401 asks at once.
+TOKEN_REFRESH_SECONDS = 60.0
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
 class TokenBucket:
@@ -63,39 +75,77 @@ class TokenBucket:
             self.sleep(wait)
 
 
-def api_client_for(
+@dataclass
+class Connection:
+    """Where the API server is, how to authenticate, and the pooled connections to it."""
+
+    host: str
+    pool: urllib3.PoolManager
+    config: k8s_client.Configuration | None = None  # the loader's, for token refresh
+    _token: str | None = None
+    _token_at: float = field(default=-1e18)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def authorization(self, force: bool = False) -> str | None:
+        """The ``Authorization`` header value, refreshed through the loader's hook at most every
+        :data:`TOKEN_REFRESH_SECONDS` (or now, after a 401)."""
+        cfg = self.config
+        if cfg is None:
+            return None
+        now = time.monotonic()
+        with self._lock:
+            if force or now - self._token_at > TOKEN_REFRESH_SECONDS:
+                # get_api_key_with_prefix runs the refresh hook (exec plugins, rotated token files).
+                self._token = cfg.get_api_key_with_prefix("authorization") or cfg.get_api_key_with_prefix(
+                    "BearerToken"
+                )
+                self._token_at = now
+            return self._token
+
+    def close(self) -> None:
+        self.pool.clear()
+
+
+def connect(
     kubeconfig: str | None = None,
     *,
     host: str | None = None,
     context: str | None = None,
     pool_size: int = 32,
-) -> k8s_client.ApiClient:
-    """An ApiClient from ``kubeconfig`` (path), else ``host`` alone (a plain URL: tests, a local
-    proxy), else the in-cluster service account. With both, the kubeconfig's credentials are
-    used against ``host`` (``--master`` overrides the server URL, as client-go's
-    BuildConfigFromFlags does). The kubeconfig file is never written back."""
-    cfg = k8s_client.Configuration()
+) -> Connection:
+    """A Connection from ``kubeconfig`` (path), else ``host`` alone (a plain URL: ``kubectl proxy``,
+    tests), else the in-cluster service account. With both, the kubeconfig's credentials are used
+    against ``host`` (``--master`` overrides the server URL, as client-go's BuildConfigFromFlags
+    does). The kubeconfig file is never written back."""
+    cfg: k8s_client.Configuration | None = None
     if kubeconfig:
+        cfg = k8s_client.Configuration()
         k8s_config.load_kube_config(
             config_file=kubeconfig, context=context, client_configuration=cfg, persist_config=False
         )
     elif host is None:
+        cfg = k8s_client.Configuration()
         k8s_config.load_incluster_config(client_configuration=cfg)
-    if host is not None:
-        url = host.rstrip("/")
-        cfg.host = url
-        refresh = cfg.refresh_api_key_hook
-        if refresh is not None:
-            # The kubeconfig loader re-applies the whole cluster entry (server URL included)
-            # before every request when the user has a token; keep our URL after it.
-            def _refresh(c: k8s_client.Configuration) -> None:
-                refresh(c)
-                c.host = url
-
-            cfg.refresh_api_key_hook = _refresh
-    # One connection per worker thread, or workers queue for sockets.
-    cfg.connection_pool_maxsize = pool_size
-    return k8s_client.ApiClient(cfg)
+    url = (host or (cfg.host if cfg else "")).rstrip("/")
+    tls: dict[str, Any] = {}
+    if cfg is not None and url.startswith("https"):
+        tls = {
+            "cert_reqs": "CERT_REQUIRED" if cfg.verify_ssl else "CERT_NONE",
+            "ca_certs": cfg.ssl_ca_cert,
+            "cert_file": cfg.cert_file,
+            "key_file": cfg.key_file,
+        }
+        if cfg.tls_server_name:
+            tls["server_hostname"] = cfg.tls_server_name
+        if cfg.assert_hostname is not None:
+            tls["assert_hostname"] = cfg.assert_hostname
+    # One connection per concurrent caller (bind workers, status writer, events, watches).
+    options: dict[str, Any] = {"num_pools": 2, "maxsize": pool_size, "block": False, "retries": False, **tls}
+    if cfg is not None and cfg.proxy:
+        pool: urllib3.PoolManager = urllib3.ProxyManager(cfg.proxy, proxy_headers=cfg.proxy_headers, **options)
+    else:
+        pool = urllib3.PoolManager(**options)
+    return Connection(url, pool, cfg)
 
 
 def status_of(exc: BaseException) -> int:
@@ -115,49 +165,125 @@ def error_message(exc: BaseException) -> str:
     """The API server's Status message when there is one, else the exception text."""
     if isinstance(exc, ApiException) and exc.body:
         try:
-            body = json.loads(exc.body)
+            body = orjson.loads(exc.body)
             if isinstance(body, dict) and body.get("message"):
                 return f"{body['message']} ({exc.status})"
-        except ValueError:
+        except orjson.JSONDecodeError:
             pass
         return f"{exc.status} {exc.reason}"
     return f"{type(exc).__name__}: {exc}"
 
 
+def _api_error(resp: urllib3.BaseHTTPResponse, data: bytes) -> ApiException:
+    exc = ApiException(status=resp.status, reason=resp.reason)
+    exc.body = data.decode("utf-8", "replace")
+    exc.headers = resp.headers
+    return exc
+
+
 @dataclass
 class Kube:
-    """Typed API groups of one ApiClient plus the rate limiter applied to every call."""
+    """Calls on one Connection under one rate limiter. Paths are the API's (``/api/v1/...``)."""
 
-    api_client: k8s_client.ApiClient
+    conn: Connection
     limiter: TokenBucket | None = None
     request_timeout: float = 30.0
 
-    def __post_init__(self) -> None:
-        self.core = k8s_client.CoreV1Api(self.api_client)
-        self.custom = k8s_client.CustomObjectsApi(self.api_client)
-        self.scheduling = k8s_client.SchedulingV1Api(self.api_client)
-        self.policy = k8s_client.PolicyV1Api(self.api_client)
-        self.coordination = k8s_client.CoordinationV1Api(self.api_client)
-
     def with_limiter(self, limiter: TokenBucket | None) -> Kube:
         """The same connection pool under another rate limiter."""
-        return Kube(self.api_client, limiter, self.request_timeout)
+        return Kube(self.conn, limiter, self.request_timeout)
 
-    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """Call a typed client method and return the JSON body as a dict. Non-2xx raises
-        ApiException (status, headers, body); transport problems raise urllib3 errors."""
+    def _url(self, path: str, params: dict[str, Any] | None) -> str:
+        if params:
+            query = {k: ("true" if v is True else "false" if v is False else v) for k, v in params.items() if v is not None}
+            return f"{self.conn.host}{path}?{urlencode(query)}"
+        return f"{self.conn.host}{path}"
+
+    def _headers(self, content_type: str | None, force_auth: bool = False) -> dict[str, str]:
+        headers = {"Accept": JSON}
+        if content_type:
+            headers["Content-Type"] = content_type
+        auth = self.conn.authorization(force_auth)
+        if auth:
+            headers["Authorization"] = auth
+        return headers
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        params: dict[str, Any] | None = None,
+        content_type: str = JSON,
+    ) -> dict[str, Any]:
+        """One call; the JSON answer as a dict. Non-2xx raises ApiException (status, headers,
+        body); transport problems raise urllib3 errors. A 401 refreshes the credentials and
+        tries once more (an exec plugin's token expired)."""
         if self.limiter is not None:
             self.limiter.acquire()
-        kwargs.setdefault("_request_timeout", self.request_timeout)
-        resp = fn(*args, _preload_content=False, **kwargs)
-        try:
-            data = resp.data
-        finally:
-            resp.release_conn()
-        return json.loads(data) if data else {}
+        data = None if body is None else orjson.dumps(body)
+        url = self._url(path, params)
+        for attempt in (0, 1):
+            resp = self.conn.pool.request(
+                method,
+                url,
+                body=data,
+                headers=self._headers(content_type if data is not None else None, force_auth=attempt == 1),
+                timeout=urllib3.Timeout(connect=10.0, read=self.request_timeout),
+                preload_content=True,
+            )
+            raw = resp.data
+            if resp.status < 300:
+                return orjson.loads(raw) if raw else {}
+            if resp.status != 401 or self.conn.config is None or attempt == 1:
+                raise _api_error(resp, raw)
+        raise AssertionError("unreachable")
 
-    def stream(self, fn: Callable[..., Any], *args: Any, read_timeout: float, **kwargs: Any) -> Any:
-        """Open a watch: the raw urllib3 response, to be read line by line."""
+    def get(self, path: str, **params: Any) -> dict[str, Any]:
+        return self.request("GET", path, params=params or None)
+
+    def post(self, path: str, body: Any) -> dict[str, Any]:
+        return self.request("POST", path, body)
+
+    def put(self, path: str, body: Any) -> dict[str, Any]:
+        return self.request("PUT", path, body)
+
+    def patch(self, path: str, body: Any, *, strategic: bool = False) -> dict[str, Any]:
+        return self.request("PATCH", path, body, content_type=STRATEGIC_MERGE_PATCH if strategic else MERGE_PATCH)
+
+    def delete(self, path: str, body: Any = None, **params: Any) -> dict[str, Any]:
+        return self.request("DELETE", path, body, params=params or None)
+
+    def stream(self, path: str, params: dict[str, Any], *, read_timeout: float) -> urllib3.BaseHTTPResponse:
+        """Open a watch: the raw response, to be read with :func:`json_lines`. Non-2xx raises."""
         if self.limiter is not None:
             self.limiter.acquire()
-        return fn(*args, _preload_content=False, _request_timeout=(10.0, read_timeout), **kwargs)
+        resp = self.conn.pool.request(
+            "GET",
+            self._url(path, params),
+            headers=self._headers(None),
+            timeout=urllib3.Timeout(connect=10.0, read=read_timeout),
+            preload_content=False,
+        )
+        if resp.status >= 300:
+            try:
+                raise _api_error(resp, resp.read())
+            finally:
+                resp.release_conn()
+        return resp
+
+
+def json_lines(resp: urllib3.BaseHTTPResponse, chunk: int = 1 << 16) -> Iterator[dict[str, Any]]:
+    """The objects of a watch stream, one JSON document per line, decoded as they arrive."""
+    buf = b""
+    for data in resp.stream(chunk, decode_content=True):
+        buf += data
+        if b"\n" not in data:
+            continue
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield orjson.loads(line)
+    if buf.strip():
+        yield orjson.loads(buf)

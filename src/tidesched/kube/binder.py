@@ -98,7 +98,7 @@ class Binder(WorkerPool[BindRequest]):
             if self._drop_unsent(req):
                 return
             try:
-                self.kube.call(self.kube.core.create_namespaced_pod_binding, name, ns, body)
+                self.kube.post(f"/api/v1/namespaces/{ns}/pods/{name}/binding", body)
                 self._succeeded(req, t0)
                 return
             except Exception as exc:  # noqa: BLE001 - classified below
@@ -114,7 +114,7 @@ class Binder(WorkerPool[BindRequest]):
 
     def _bound_to_us(self, req: BindRequest, ns: str, name: str) -> bool:
         try:
-            pod = self.kube.call(self.kube.core.read_namespaced_pod, name, ns)
+            pod = self.kube.get(f"/api/v1/namespaces/{ns}/pods/{name}")
         except Exception:  # noqa: BLE001 - unknown: treat as failure, the watch will tell
             return False
         return (pod.get("spec") or {}).get("nodeName") == req.node and (

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from tidesched.framework.config import ConfigError, SchedulerConfig
 from tidesched.framework.session import Session
-from tidesched.kube.api import Kube, api_client_for
+from tidesched.kube.api import Kube, connect
 from tidesched.kube.runner import Runner, RunOptions, parse_duration
 from tidesched.kube.store import list_once
 from tidesched.kube.usage import QuotaReport, report
@@ -191,11 +191,11 @@ def live_snapshot(
 ) -> ClusterSnapshot:
     """The cluster's objects, listed once (no watch), as a snapshot; the same objects ``run``'s
     informers would hold."""
-    kube = Kube(api_client_for(kubeconfig, host=host, context=context, pool_size=4))
+    kube = Kube(connect(kubeconfig, host=host, context=context, pool_size=4))
     try:
         return build_snapshot(list_once(kube), scheduler_names=scheduler_names, strict_kinds=False)
     finally:
-        kube.api_client.close()
+        kube.conn.close()
 
 
 def quota_report(

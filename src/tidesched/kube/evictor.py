@@ -103,14 +103,11 @@ class Evictor(WorkerPool[EvictRequest]):
                 "metadata": {"name": name, "namespace": ns},
                 "deleteOptions": options,
             }
-            self.kube.call(self.kube.core.create_namespaced_pod_eviction, name, ns, body)
+            self.kube.post(f"/api/v1/namespaces/{ns}/pods/{name}/eviction", body)
         else:
-            self.kube.call(
-                self.kube.core.delete_namespaced_pod,
-                name,
-                ns,
-                grace_period_seconds=self.grace_period,
-                body=options,
+            self.kube.delete(
+                f"/api/v1/namespaces/{ns}/pods/{name}",
+                {"apiVersion": "v1", "kind": "DeleteOptions", **options},
             )
 
     def _handle(self, req: EvictRequest) -> None:

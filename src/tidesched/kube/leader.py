@@ -115,9 +115,13 @@ class LeaderElector:
         spec = (self._lease or {}).get("spec") or {}
         return bool(spec.get("holderIdentity")) and spec.get("holderIdentity") != self.identity
 
+    def _path(self, name: str = "") -> str:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
+        return f"{path}/{name}" if name else path
+
     def _get(self) -> dict[str, Any] | None:
         try:
-            return self.kube.call(self.kube.coordination.read_namespaced_lease, self.name, self.namespace)
+            return self.kube.get(self._path(self.name))
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -140,9 +144,7 @@ class LeaderElector:
                     "metadata": {"name": self.name, "namespace": self.namespace},
                     "spec": self._spec(None, now),
                 }
-                self._lease = self.kube.call(
-                    self.kube.coordination.create_namespaced_lease, self.namespace, body
-                )
+                self._lease = self.kube.post(self._path(), body)
                 return True
             self._lease = lease
             spec = lease.get("spec") or {}
@@ -155,9 +157,7 @@ class LeaderElector:
                 if self.clock() - self._observed[1] < duration:
                     return False  # someone else holds a live lease
             body = {**lease, "spec": self._spec(spec, now)}
-            self._lease = self.kube.call(
-                self.kube.coordination.replace_namespaced_lease, self.name, self.namespace, body
-            )
+            self._lease = self.kube.put(self._path(self.name), body)
             return True
         except Exception as exc:  # noqa: BLE001 - a failed attempt is just a failed attempt
             log.info("lease %s/%s: %s", self.namespace, self.name, error_message(exc))
@@ -191,12 +191,7 @@ class LeaderElector:
                 if lease is None or spec.get("holderIdentity") != self.identity:
                     return False
                 spec = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": micro_time()}
-                self.kube.call(
-                    self.kube.coordination.replace_namespaced_lease,
-                    self.name,
-                    self.namespace,
-                    {**lease, "spec": spec},
-                )
+                self.kube.put(self._path(self.name), {**lease, "spec": spec})
                 log.info("%s released lease %s/%s", self.identity, self.namespace, self.name)
                 return True
             except ApiException as exc:

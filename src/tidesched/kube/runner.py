@@ -29,7 +29,7 @@ from typing import Any
 from tidesched.framework.config import ConfigError, SchedulerConfig
 from tidesched.framework.session import Decisions
 from tidesched.kube import usage
-from tidesched.kube.api import Kube, TokenBucket, api_client_for
+from tidesched.kube.api import Kube, TokenBucket, connect
 from tidesched.kube.binder import Binder
 from tidesched.kube.evictor import Evictor
 from tidesched.kube.leader import LeaderElector
@@ -106,17 +106,15 @@ def _file_signature(path: str | None) -> tuple[int, int, int] | None:
 class Runner:
     """One scheduler instance. ``run()`` blocks until ``stop()`` or leadership loss."""
 
-    def __init__(self, options: RunOptions, *, api_client: Any = None) -> None:
+    def __init__(self, options: RunOptions, *, connection: Any = None) -> None:
         self.options = options
         # A bad config at start is an error for the caller (exit 2 with the message).
         self.config: SchedulerConfig = config_from_file(options.scheduler_conf)
         self._conf_sig = _file_signature(options.scheduler_conf)
         self.metrics = Metrics()
-        if api_client is None:
-            api_client = api_client_for(
-                options.kubeconfig, host=options.host, pool_size=options.bind_workers + 16
-            )
-        base = Kube(api_client)
+        if connection is None:
+            connection = connect(options.kubeconfig, host=options.host, pool_size=options.bind_workers + 16)
+        base = Kube(connection)
         # kube-scheduler's split: scheduling traffic, events and the lease each get a bucket.
         self.kube = base.with_limiter(TokenBucket(options.kube_api_qps, options.kube_api_burst))
         self.event_kube = base.with_limiter(TokenBucket(options.kube_api_qps, options.kube_api_burst))

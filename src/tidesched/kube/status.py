@@ -24,7 +24,6 @@ import uuid
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import partial
 from typing import Any, Callable, Iterable, Mapping
 
 from tidesched.framework.session import Decisions
@@ -175,7 +174,7 @@ class EventRecorder:
         if event_name is not None:
             patch = {"count": count + unsent, "message": message, "lastTimestamp": now}
             try:
-                self.kube.call(self.kube.core.patch_namespaced_event, event_name, s.namespace, patch)
+                self.kube.patch(f"/api/v1/namespaces/{s.namespace}/events/{event_name}", patch)
                 self._sent(agg, event_name, count + unsent, unsent)
                 return
             except ApiException as exc:
@@ -197,7 +196,7 @@ class EventRecorder:
             "reportingComponent": COMPONENT,
             "reportingInstance": self.instance,
         }
-        self.kube.call(self.kube.core.create_namespaced_event, s.namespace, body)
+        self.kube.post(f"/api/v1/namespaces/{s.namespace}/events", body)
         self._sent(agg, name, unsent, unsent)
 
     def _sent(self, agg: tuple[str, str, str, str, str], name: str, count: int, unsent: int) -> None:
@@ -393,10 +392,8 @@ class StatusWriter:
         obj: dict[str, Any],
         build: Any,
         same: Any,
-        put: Any,
-        get: Any,
+        path: str,
         plural: str,
-        put_whole: Any,
     ) -> None:
         """Optimistic-concurrency loop: build the new status on the freshest object we have;
         on 409 re-read and try again. The ``status`` subresource is used when the CRD has one;
@@ -410,14 +407,14 @@ class StatusWriter:
                 return
             body = {**obj, "status": status}
             try:
-                self.kube.call(put_whole if plural in self.no_status_subresource else put, body)
+                self.kube.put(path if plural in self.no_status_subresource else f"{path}/status", body)
             except ApiException as exc:
                 if exc.status == 409:
                     self.conflicts += 1
-                    obj = self.kube.call(get)
+                    obj = self.kube.get(path)
                     continue
                 if exc.status == 404 and plural not in self.no_status_subresource:
-                    obj = self.kube.call(get)  # 404 again if the object itself is gone
+                    obj = self.kube.get(path)  # 404 again if the object itself is gone
                     log.info("%s have no status subresource: updating whole objects", plural)
                     self.no_status_subresource.add(plural)
                     continue
@@ -434,7 +431,6 @@ class StatusWriter:
         if obj is None:
             return  # synthesised for a bare pod; no API object to write
         ns, name = key.split("/", 1)
-        custom = self.kube.custom
 
         def build(o: dict[str, Any]) -> dict[str, Any]:
             st = dict(o.get("status") or {})
@@ -455,32 +451,13 @@ class StatusWriter:
             )
 
         self._update_status(
-            key,
-            obj,
-            build,
-            same,
-            partial(
-                custom.replace_namespaced_custom_object_status,
-                VOLCANO_GROUP,
-                VOLCANO_VERSION,
-                ns,
-                "podgroups",
-                name,
-            ),
-            partial(
-                custom.get_namespaced_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, ns, "podgroups", name
-            ),
-            "podgroups",
-            partial(
-                custom.replace_namespaced_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, ns, "podgroups", name
-            ),
+            key, obj, build, same, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/namespaces/{ns}/podgroups/{name}", "podgroups"
         )
 
     def _write_queue(self, name: str, allocated: dict[str, str]) -> None:
         obj = self.store.get(QUEUE, name)
         if obj is None:
             return  # the implicit default queue of a cluster without the Queue object
-        custom = self.kube.custom
 
         def build(o: dict[str, Any]) -> dict[str, Any]:
             return {**(o.get("status") or {}), "allocated": allocated}
@@ -489,16 +466,7 @@ class StatusWriter:
             return _canon_resources(old.get("allocated")) == _canon_resources(new["allocated"])
 
         self._update_status(
-            name,
-            obj,
-            build,
-            same,
-            partial(
-                custom.replace_cluster_custom_object_status, VOLCANO_GROUP, VOLCANO_VERSION, "queues", name
-            ),
-            partial(custom.get_cluster_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, "queues", name),
-            "queues",
-            partial(custom.replace_cluster_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, "queues", name),
+            name, obj, build, same, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/queues/{name}", "queues"
         )
 
     def _write_pod_condition(self, key: str, message: str, now: str) -> None:
@@ -529,6 +497,7 @@ class StatusWriter:
                 ]
             }
         }
-        self.kube.call(self.kube.core.patch_namespaced_pod_status, name, ns, patch)
+        # Strategic merge: the condition joins the pod's others by type instead of replacing them.
+        self.kube.patch(f"/api/v1/namespaces/{ns}/pods/{name}/status", patch, strategic=True)
         self.writes += 1
         self._written[key] = (pod["metadata"].get("resourceVersion"), message)

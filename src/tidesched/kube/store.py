@@ -20,8 +20,6 @@ never schedules from a partial node list (seed ``002``).
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 import random
 import threading
@@ -29,9 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kubernetes.watch.watch import iter_resp_lines
-
-from tidesched.kube.api import ApiException, Kube, status_of
+from tidesched.kube.api import ApiException, Kube, json_lines, status_of
 
 log = logging.getLogger("tidesched.kube.store")
 
@@ -51,36 +47,23 @@ class ResourceType:
     kind: str
     api_version: str
     namespaced: bool
-    list_fn: Callable[[Kube], Callable[..., Any]]
+    path: str  # the collection across all namespaces
 
 
 RESOURCE_TYPES: dict[str, ResourceType] = {
     r.kind: r
     for r in (
-        ResourceType(NODE, "v1", False, lambda k: k.core.list_node),
-        ResourceType(POD, "v1", True, lambda k: k.core.list_pod_for_all_namespaces),
+        ResourceType(NODE, "v1", False, "/api/v1/nodes"),
+        ResourceType(POD, "v1", True, "/api/v1/pods"),
         ResourceType(
             PODGROUP,
             f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
             True,
-            lambda k: functools.partial(
-                k.custom.list_cluster_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, "podgroups"
-            ),
+            f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/podgroups",
         ),
-        ResourceType(
-            QUEUE,
-            f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
-            False,
-            lambda k: functools.partial(
-                k.custom.list_cluster_custom_object, VOLCANO_GROUP, VOLCANO_VERSION, "queues"
-            ),
-        ),
-        ResourceType(
-            PRIORITY_CLASS, "scheduling.k8s.io/v1", False, lambda k: k.scheduling.list_priority_class
-        ),
-        ResourceType(
-            PDB, "policy/v1", True, lambda k: k.policy.list_pod_disruption_budget_for_all_namespaces
-        ),
+        ResourceType(QUEUE, f"{VOLCANO_GROUP}/{VOLCANO_VERSION}", False, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/queues"),
+        ResourceType(PRIORITY_CLASS, "scheduling.k8s.io/v1", False, "/apis/scheduling.k8s.io/v1/priorityclasses"),
+        ResourceType(PDB, "policy/v1", True, "/apis/policy/v1/poddisruptionbudgets"),
     )
 }
 
@@ -359,15 +342,11 @@ class Informer:
                 backoff = min(backoff * 2, self.backoff_max)
 
     def _list(self) -> None:
-        fn = self.rtype.list_fn(self.kube)
         items: dict[str, dict[str, Any]] = {}
         token: str | None = None
         while True:
             try:
-                kwargs: dict[str, Any] = {"limit": self.page_size}
-                if token:
-                    kwargs["_continue"] = token
-                body = self.kube.call(fn, **kwargs)
+                body = self.kube.get(self.rtype.path, limit=self.page_size, **({"continue": token} if token else {}))
             except ApiException as exc:
                 if exc.status == 410:
                     raise _Gone from exc
@@ -387,25 +366,23 @@ class Informer:
         log.debug("%s: listed %d at resourceVersion %s", self.rtype.kind, len(items), self.resource_version)
 
     def _watch(self) -> None:
-        fn = self.rtype.list_fn(self.kube)
         timeout = int(self.watch_timeout * random.uniform(1.0, 2.0))  # spread reconnects like client-go
         resp = self.kube.stream(
-            fn,
-            watch=True,
-            resource_version=self.resource_version,
-            allow_watch_bookmarks=True,
-            timeout_seconds=timeout,
+            self.rtype.path,
+            {
+                "watch": True,
+                "resourceVersion": self.resource_version,
+                "allowWatchBookmarks": True,
+                "timeoutSeconds": timeout,
+            },
             read_timeout=timeout + 30.0,  # a silent dead connection ends, and we reconnect
         )
         self._resp = resp
         self._notify("watch")
         try:
-            for line in iter_resp_lines(resp):
+            for event in json_lines(resp):
                 if self._stop.is_set():
                     return
-                if not line:
-                    continue
-                event = json.loads(line)
                 etype = event.get("type")
                 obj = event.get("object") or {}
                 if etype == "ERROR":
