@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import time
 
-from cluster import VOLCANO_DEFAULT_CONF, bound, create_node, pods, replicaset_pods, wait_until
+from cluster import VOLCANO_DEFAULT_CONF, bound, create_node, events, pods, replicaset_pods, wait_until
 
 LEASE = [
     "--leader-elect",
@@ -84,3 +84,8 @@ def test_sigkill_during_a_burst_of_binds_then_restart(e2e) -> None:
     assert all(c == 1 for c in counts.values()), f"bound twice: {[k for k, c in counts.items() if c > 1]}"
     assert_no_node_overcommitted(api, ns, cpu_per_node, 1)
     assert second.metric("tidesched_pods_bound_total") == total - partial
+    # A mass submission's Scheduled events are combined on the ReplicaSet, not one per pod.
+    combined = wait_until(lambda: events(api, ns, "burst", "Scheduled"), 30, "a Scheduled event on the ReplicaSet")
+    assert combined[0]["involvedObject"]["kind"] == "ReplicaSet"
+    per_pod = [e for e in events(api, ns, reason="Scheduled") if e["involvedObject"]["kind"] == "Pod"]
+    assert len(per_pod) < total // 5, f"{len(per_pod)} per-pod Scheduled events for {total} binds"

@@ -205,3 +205,40 @@ def test_events_recorded_before_the_writer_runs_go_out_as_one() -> None:
             assert e["count"] == 5 and e["message"] == "pending (4)"
             assert api.count("POST", r"/events$") == 1
             rec.stop()
+
+
+def test_scheduled_events_of_a_mass_submission_are_combined_per_owner() -> None:
+    def owned(name: str, kind: str, owner: str) -> dict:
+        p = pod(name)
+        p["metadata"]["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": kind, "name": owner, "uid": f"uid-{owner}", "controller": True}
+        ]
+        return p
+
+    with fake_api() as api:
+        api.create_many(
+            [owned(f"web-{i}", "ReplicaSet", "web") for i in range(12)]
+            + [owned(f"db-{i}", "StatefulSet", "db") for i in range(2)]
+            + [pod("bare")]
+        )
+        with informers(api) as (store, _):
+            assert store.wait_synced(10)
+            rec = EventRecorder(kube_for(api), store, batch_interval=60.0, similar_limit=10)
+            rec.start()
+            for i in range(12):
+                rec.record_scheduled(f"ns/web-{i}", f"n{i % 3}")
+            for key in ("ns/db-0", "ns/db-1", "ns/bare"):
+                rec.record_scheduled(key, "n1")
+            assert rec.flush(10)
+            evs = api.list("Event")
+            by_object = {(e["involvedObject"]["kind"], e["involvedObject"]["name"]): e for e in evs}
+            # Twelve pods of one ReplicaSet: one event on the ReplicaSet, none on its pods.
+            rs = by_object[("ReplicaSet", "web")]
+            assert rs["reason"] == "Scheduled" and rs["involvedObject"]["uid"] == "uid-web"
+            assert rs["message"].startswith("Successfully assigned 12 pods to 3 nodes: web-0 → n0")
+            assert not any(name.startswith("web-") for _, name in by_object)
+            # Two of a StatefulSet and a bare pod stay below the limit: one event per pod.
+            assert {("Pod", "db-0"), ("Pod", "db-1"), ("Pod", "bare")} <= set(by_object)
+            assert by_object[("Pod", "bare")]["message"] == "Successfully assigned ns/bare to n1"
+            assert len(evs) == 4
+            rec.stop()

@@ -7,6 +7,7 @@ from kube_helpers import FAST_INFORMER, fake_api, informers, kube_for, wait
 from tidesched.kube.store import (
     NODE,
     POD,
+    PODGROUP,
     RESOURCE_TYPES,
     ClusterStore,
     Informer,
@@ -139,3 +140,31 @@ def test_410_on_a_list_continuation_relists_from_scratch() -> None:
             inf.stop()
 
 
+
+
+def test_has_work_tracks_pods_waiting_for_a_node_and_pending_podgroups() -> None:
+    store = ClusterStore(scheduler_names=frozenset({"volcano"}))
+
+    def mkpod(name: str, scheduler: str = "volcano", node: str = "", phase: str = "Pending") -> dict:
+        spec = {"schedulerName": scheduler, **({"nodeName": node} if node else {})}
+        return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": spec,
+                "status": {"phase": phase}}
+
+    store.replace(POD, {"ns/other": mkpod("other", scheduler="default-scheduler"), "ns/done": mkpod("done", node="n1")})
+    assert not store.has_work()
+    store.apply(POD, "ADDED", "ns/p", mkpod("p"))
+    assert store.has_work()
+    assert store.assume("ns/p", "n1", "p")
+    assert not store.has_work(), "a pod whose bind is in flight is not work"
+    store.forget("ns/p")
+    assert store.has_work()
+    store.apply(POD, "MODIFIED", "ns/p", mkpod("p", node="n1"))
+    assert not store.has_work()
+    group = {"kind": "PodGroup", "metadata": {"name": "g", "namespace": "ns"}, "status": {"phase": "Pending"}}
+    store.apply(PODGROUP, "ADDED", "ns/g", group)
+    assert store.has_work(), "a Pending PodGroup waits for enqueue before its pods exist"
+    store.apply(PODGROUP, "MODIFIED", "ns/g", {**group, "status": {"phase": "Inqueue"}})
+    assert not store.has_work()
+    store.apply(POD, "ADDED", "ns/q", mkpod("q"))
+    store.apply(POD, "DELETED", "ns/q", mkpod("q"))
+    assert not store.has_work()

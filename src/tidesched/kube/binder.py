@@ -127,10 +127,7 @@ class Binder(WorkerPool[BindRequest]):
         if self.on_result:
             self.on_result("bound", time.monotonic() - t0)
         if self.recorder is not None:
-            ns, name = req.key.split("/", 1)
-            self.recorder.record(
-                "Pod", ns, name, "Normal", "Scheduled", f"Successfully assigned {req.key} to {req.node}"
-            )
+            self.recorder.record_scheduled(req.key, req.node)
 
     def _failed(self, req: BindRequest, exc: BaseException | None, t0: float) -> None:
         self.store.forget(req.key)

@@ -67,6 +67,8 @@ class RunOptions:
     scheduler_conf: str | None = None
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
     schedule_period: float = 1.0
+    # With nothing pending, sessions (status refresh only) at most this often; None: 5 periods, ≥ 1 s.
+    idle_session_interval: float | None = None
     leader_elect: bool = False
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
@@ -119,7 +121,7 @@ class Runner:
         self.kube = base.with_limiter(TokenBucket(options.kube_api_qps, options.kube_api_burst))
         self.event_kube = base.with_limiter(TokenBucket(options.kube_api_qps, options.kube_api_burst))
         self.lease_kube = base.with_limiter(None)
-        self.store = ClusterStore()
+        self.store = ClusterStore(scheduler_names=frozenset(options.scheduler_names))
         co = options.component_options
         self.recorder = EventRecorder(
             self.event_kube,
@@ -170,6 +172,8 @@ class Runner:
         self.loops = 0  # turns of the scheduling loop, with or without a session
         self.stop_event = threading.Event()
         self._last_loop = time.monotonic()
+        self._session_at = -1e18
+        self._session_version = -1
         self._started = False
 
     # -- state ----------------------------------------------------------------------------
@@ -241,11 +245,12 @@ class Runner:
                     self.store.wait_synced(period, self.stop_event)
                     continue
                 if synced and self.leading():
-                    self.reload_config()
-                    try:
-                        self.run_once()
-                    except Exception:  # noqa: BLE001 - REL-1: one bad session must not end the scheduler
-                        log.exception("session failed")
+                    reloaded = self.reload_config()
+                    if reloaded or self.session_due():
+                        try:
+                            self.run_once()
+                        except Exception:  # noqa: BLE001 - REL-1: one bad session must not end the scheduler
+                            log.exception("session failed")
                 self.loops += 1
                 self.stop_event.wait(max(0.0, period - (time.monotonic() - t0)))
         finally:
@@ -290,8 +295,24 @@ class Runner:
         log.info("scheduler config %s reloaded: actions %s", path, ", ".join(new.actions))
         return True
 
+    def session_due(self) -> bool:
+        """Every period while something waits for a node or for enqueue. With nothing to place,
+        only when the cluster changed and at most every ``idle_session_interval``: such a session
+        can only restate PodGroup phases and queue usage, and while thousands of binds are in
+        flight each one would cost a full snapshot."""
+        if self.store.has_work():
+            return True
+        if self.store.version == self._session_version:
+            return False
+        idle = self.options.idle_session_interval
+        if idle is None:
+            idle = max(1.0, 5 * self.options.schedule_period)
+        return time.monotonic() - self._session_at >= idle
+
     def run_once(self) -> Decisions:
         """One session over the current cache; decisions are queued for the writers."""
+        self._session_at = time.monotonic()
+        self._session_version = self.store.version
         self.store.expire()
         t0 = time.perf_counter()
         snapshot = build_snapshot(

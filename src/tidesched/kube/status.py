@@ -4,7 +4,11 @@
   event correlator: one Event object per (object, type, reason); a repeat within ``interval``
   is only counted, and after it the Event is PATCHed with the new count, message and
   ``lastTimestamp``. A pod pending for an hour therefore has one FailedScheduling event with a
-  count, not one event per session.
+  count, not one event per session. ``Scheduled`` events are collected for ``batch_interval``:
+  when more than ``similar_limit`` pods of one owner (ReplicaSet, Volcano Job, …) were bound in
+  that window, one event on the owner names them instead of one per pod — client-go's rule for
+  similar events (more than 10 within its window are combined), so that a mass submission does
+  not double the API server's write load.
 * :class:`StatusWriter` — PodGroup status (phase, conditions, running/succeeded/failed) and Queue
   ``status.allocated`` through the ``status`` subresource (a whole-object PUT for PodGroups when
   the CRD has none, as Volcano's does not) with optimistic concurrency: a 409 Conflict re-reads
@@ -80,11 +84,17 @@ class EventRecorder:
         instance: str = "",
         queue_size: int = 4096,
         cache_size: int = 4096,
+        batch_interval: float = 1.0,
+        similar_limit: int = 10,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.kube = kube
         self.store = store
         self.interval = interval
+        self.batch_interval = batch_interval
+        self.similar_limit = similar_limit
+        self._scheduled: list[tuple[str, str]] = []  # (pod key, node) bound since the last batch
+        self._batch_due = 0.0
         self.clock = clock  # for the aggregation interval; tests pass a manual one
         self.instance = instance or f"{COMPONENT}-{uuid.uuid4().hex[:8]}"
         self.cache_size = cache_size
@@ -108,7 +118,9 @@ class EventRecorder:
         self._thread.join(timeout)
 
     def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until every queued event is written (tests, shutdown)."""
+        """Write the pending batch of Scheduled events and wait until every queued event is
+        written (tests, shutdown)."""
+        self._flush_scheduled()
         deadline = time.monotonic() + timeout
         while self._queue.unfinished_tasks and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -126,7 +138,24 @@ class EventRecorder:
         obj = self.store.get(store_kind, key)
         if obj is None:
             return  # e.g. a PodGroup synthesised for a bare pod: the pod carries its own events
-        agg = (kind, namespace, name, type_, reason)
+        md = obj.get("metadata") or {}
+        involved = {"apiVersion": _API_VERSIONS[kind], "kind": kind, "name": name, "uid": md.get("uid", "")}
+        if kind in _NAMESPACED:
+            involved["namespace"] = namespace
+        self._enqueue(
+            (kind, namespace, name, type_, reason), involved, type_, reason, message,
+            namespace if kind in _NAMESPACED else "default",
+        )
+
+    def _enqueue(
+        self,
+        agg: tuple[str, str, str, str, str],
+        involved: dict[str, Any],
+        type_: str,
+        reason: str,
+        message: str,
+        event_namespace: str,
+    ) -> None:
         now = self.clock()
         message = message[:MAX_MESSAGE]
         with self._lock:
@@ -139,22 +168,58 @@ class EventRecorder:
                     return  # aggregated: counted, written later with the new count
                 s.last_write = now
             else:
-                s = _Series(None, namespace if kind in _NAMESPACED else "default", 0, 1, now, message)
+                s = _Series(None, event_namespace, 0, 1, now, message)
                 self._series[agg] = s
                 while len(self._series) > self.cache_size:
                     self._series.popitem(last=False)
-        md = obj.get("metadata") or {}
-        involved = {"apiVersion": _API_VERSIONS[kind], "kind": kind, "name": name, "uid": md.get("uid", "")}
-        if kind in _NAMESPACED:
-            involved["namespace"] = namespace
         try:
             self._queue.put_nowait((agg, {"involved": involved, "type": type_, "reason": reason}))
         except queue.Full:
             self.dropped += 1
 
+    def record_scheduled(self, key: str, node: str) -> None:
+        """A pod was bound; its ``Scheduled`` event goes out with the next batch."""
+        with self._lock:
+            self._scheduled.append((key, node))
+
+    def _flush_scheduled(self) -> None:
+        with self._lock:
+            batch, self._scheduled = self._scheduled, []
+        by_owner: dict[tuple[str, str, str, str, str], list[tuple[str, str]]] = {}
+        single: list[tuple[str, str]] = []
+        for key, node in batch:
+            owner = _controller(self.store.get(POD, key))
+            if owner is None:
+                single.append((key, node))
+            else:
+                by_owner.setdefault((key.split("/", 1)[0], *owner), []).append((key, node))
+        for (ns, api_version, kind, name, uid), pods in sorted(by_owner.items()):
+            if len(pods) <= self.similar_limit:
+                single.extend(pods)
+                continue
+            nodes = len({n for _, n in pods})
+            shown = ", ".join(f"{k.split('/', 1)[1]} → {n}" for k, n in sorted(pods)[:5])
+            message = f"Successfully assigned {len(pods)} pods to {nodes} nodes: {shown}{', …' if len(pods) > 5 else ''}"
+            involved = {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "namespace": ns}
+            self._enqueue((f"owner:{kind}", ns, name, "Normal", "Scheduled"), involved, "Normal", "Scheduled", message, ns)
+        for key, node in single:
+            ns, name = key.split("/", 1)
+            self.record("Pod", ns, name, "Normal", "Scheduled", f"Successfully assigned {key} to {node}")
+
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=self.batch_interval)
+            except queue.Empty:
+                item = ()
+            if self._scheduled and time.monotonic() >= self._batch_due:
+                self._batch_due = time.monotonic() + self.batch_interval
+                try:
+                    self._flush_scheduled()
+                except Exception as exc:  # noqa: BLE001 - an event is never worth a crash
+                    log.warning("batching Scheduled events failed: %s", exc)
+            if item == ():
+                continue
             try:
                 if item is None:
                     return
@@ -206,6 +271,14 @@ class EventRecorder:
             if s is not None:
                 s.event_name, s.count = name, count
                 s.unsent -= unsent
+
+
+def _controller(pod: dict[str, Any] | None) -> tuple[str, str, str, str] | None:
+    """(apiVersion, kind, name, uid) of the pod's controlling owner, if it has one."""
+    for ref in ((pod or {}).get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") and ref.get("name"):
+            return (str(ref.get("apiVersion") or ""), str(ref["kind"]), str(ref["name"]), str(ref.get("uid") or ""))
+    return None
 
 
 # ------------------------------------------------------------------------------------------

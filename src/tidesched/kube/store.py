@@ -93,17 +93,28 @@ class ClusterStore:
     assumed: dict[str, _Assumed] = field(default_factory=dict)
     releasing: dict[str, float] = field(default_factory=dict)  # pod key -> overlay expiry
     version: int = 0  # bumped on every change; lets waiters notice progress
+    # Whose pods count as work (``--scheduler-name``); None: every pod.
+    scheduler_names: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         self.objects = {k: {} for k in self.kinds}
         self._synced: set[str] = set()
         self._cond = threading.Condition()
+        # Kept up to date on every event so the runner can tell in O(1) whether a session could
+        # decide anything: pods of ours waiting for a node, PodGroups waiting for enqueue.
+        self._pending_pods: set[str] = set()
+        self._pending_groups: set[str] = set()
 
     # -- informer side --------------------------------------------------------------------
 
     def replace(self, kind: str, items: dict[str, dict[str, Any]]) -> None:
         with self._cond:
             self.objects[kind] = items
+            if kind in (POD, PODGROUP):
+                pending = self._pending_pods if kind == POD else self._pending_groups
+                pending.clear()
+                for key, obj in items.items():
+                    self._track(kind, key, obj)
             if kind == POD:
                 for key in list(self.assumed):
                     self._confirm(key, items.get(key))
@@ -120,12 +131,32 @@ class ClusterStore:
             else:
                 self.objects[kind][key] = obj
                 current = obj
+            if kind in (POD, PODGROUP):
+                self._track(kind, key, current)
             if kind == POD:
                 if key in self.assumed:
                     self._confirm(key, current)
                 if key in self.releasing:
                     self._confirm_release(key, current)
             self._changed()
+
+    def _track(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
+        if kind == POD:
+            waiting = obj is not None and _waiting_pod(obj, self.scheduler_names)
+            (self._pending_pods.add if waiting else self._pending_pods.discard)(key)
+        else:
+            phase = ((obj or {}).get("status") or {}).get("phase") or "Pending"
+            waiting = obj is not None and phase == "Pending"
+            (self._pending_groups.add if waiting else self._pending_groups.discard)(key)
+
+    def has_work(self) -> bool:
+        """Could a session place anything? A pod of ours with no node that is not assumed (a bind
+        in flight), or a PodGroup still Pending (Volcano's job controller creates its pods only
+        once it is Inqueue)."""
+        with self._cond:
+            if self._pending_groups:
+                return True
+            return any(k not in self.assumed for k in self._pending_pods)
 
     def _confirm(self, key: str, pod: dict[str, Any] | None) -> None:
         a = self.assumed[key]
@@ -261,6 +292,15 @@ class ClusterStore:
             if gone or rel:
                 self._changed()
             return gone
+
+
+def _waiting_pod(pod: dict[str, Any], names: frozenset[str] | None) -> bool:
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName") or (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if names is not None and (spec.get("schedulerName") or "default-scheduler") not in names:
+        return False
+    return ((pod.get("status") or {}).get("phase") or "Pending") == "Pending"
 
 
 class _Gone(Exception):
