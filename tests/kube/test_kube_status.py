@@ -220,6 +220,7 @@ def test_scheduled_events_of_a_mass_submission_are_combined_per_owner() -> None:
             [owned(f"web-{i}", "ReplicaSet", "web") for i in range(12)]
             + [owned(f"db-{i}", "StatefulSet", "db") for i in range(2)]
             + [pod("bare")]
+            + [pod(f"solo-{i}") for i in range(11)]
         )
         with informers(api) as (store, _):
             assert store.wait_synced(10)
@@ -230,6 +231,14 @@ def test_scheduled_events_of_a_mass_submission_are_combined_per_owner() -> None:
             for key in ("ns/db-0", "ns/db-1", "ns/bare"):
                 rec.record_scheduled(key, "n1")
             assert rec.flush(10)
+            assert len(api.list("Event")) == 4
+            # Eleven pods without an owner in one window: combined on the last of them.
+            for i in range(11):
+                rec.record_scheduled(f"ns/solo-{i}", "n2")
+            assert rec.flush(10)
+            solo = [e for e in api.list("Event") if e["involvedObject"]["name"].startswith("solo-")]
+            assert len(solo) == 1 and solo[0]["involvedObject"]["name"] == "solo-9"  # sorted by name
+            assert solo[0]["message"].startswith("(combined from similar events): Successfully assigned 11 pods")
             evs = api.list("Event")
             by_object = {(e["involvedObject"]["kind"], e["involvedObject"]["name"]): e for e in evs}
             # Twelve pods of one ReplicaSet: one event on the ReplicaSet, none on its pods.
@@ -240,5 +249,4 @@ def test_scheduled_events_of_a_mass_submission_are_combined_per_owner() -> None:
             # Two of a StatefulSet and a bare pod stay below the limit: one event per pod.
             assert {("Pod", "db-0"), ("Pod", "db-1"), ("Pod", "bare")} <= set(by_object)
             assert by_object[("Pod", "bare")]["message"] == "Successfully assigned ns/bare to n1"
-            assert len(evs) == 4
             rec.stop()

@@ -6,7 +6,8 @@
   ``lastTimestamp``. A pod pending for an hour therefore has one FailedScheduling event with a
   count, not one event per session. ``Scheduled`` events are collected for ``batch_interval``:
   when more than ``similar_limit`` pods of one owner (ReplicaSet, Volcano Job, …) were bound in
-  that window, one event on the owner names them instead of one per pod — client-go's rule for
+  that window, one event on the owner names them instead of one per pod (pods without an owner:
+  per namespace, on the last pod, "(combined from similar events)") — client-go's rule for
   similar events (more than 10 within its window are combined), so that a mass submission does
   not double the API server's write load.
 * :class:`StatusWriter` — PodGroup status (phase, conditions, running/succeeded/failed) and Queue
@@ -185,23 +186,29 @@ class EventRecorder:
     def _flush_scheduled(self) -> None:
         with self._lock:
             batch, self._scheduled = self._scheduled, []
-        by_owner: dict[tuple[str, str, str, str, str], list[tuple[str, str]]] = {}
-        single: list[tuple[str, str]] = []
+        # Pods without a controller are grouped per namespace, as client-go's aggregator groups
+        # similar events (same kind, namespace, type and reason).
+        groups: dict[tuple[str, str, str, str, str], list[tuple[str, str]]] = {}
         for key, node in batch:
-            owner = _controller(self.store.get(POD, key))
-            if owner is None:
-                single.append((key, node))
-            else:
-                by_owner.setdefault((key.split("/", 1)[0], *owner), []).append((key, node))
-        for (ns, api_version, kind, name, uid), pods in sorted(by_owner.items()):
+            ns = key.split("/", 1)[0]
+            owner = _controller(self.store.get(POD, key)) or ("v1", "Pod", "", "")
+            groups.setdefault((ns, *owner), []).append((key, node))
+        single: list[tuple[str, str]] = []
+        for (ns, api_version, kind, name, uid), pods in sorted(groups.items()):
             if len(pods) <= self.similar_limit:
                 single.extend(pods)
                 continue
+            pods.sort()
             nodes = len({n for _, n in pods})
-            shown = ", ".join(f"{k.split('/', 1)[1]} → {n}" for k, n in sorted(pods)[:5])
+            shown = ", ".join(f"{k.split('/', 1)[1]} → {n}" for k, n in pods[:5])
             message = f"Successfully assigned {len(pods)} pods to {nodes} nodes: {shown}{', …' if len(pods) > 5 else ''}"
-            involved = {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "namespace": ns}
-            self._enqueue((f"owner:{kind}", ns, name, "Normal", "Scheduled"), involved, "Normal", "Scheduled", message, ns)
+            if name:
+                involved = {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "namespace": ns}
+                self._enqueue((f"owner:{kind}", ns, name, "Normal", "Scheduled"), involved, "Normal", "Scheduled", message, ns)
+            else:
+                # No owner to carry it: on the last pod, marked as client-go marks combined events.
+                ns, last = pods[-1][0].split("/", 1)
+                self.record("Pod", ns, last, "Normal", "Scheduled", f"(combined from similar events): {message}")
         for key, node in single:
             ns, name = key.split("/", 1)
             self.record("Pod", ns, name, "Normal", "Scheduled", f"Successfully assigned {key} to {node}")
