@@ -275,6 +275,7 @@ class Session:
         self.bound: dict[str, str] = {}
         self.evicted: dict[str, str] = {}
         self.bound_tasks: list[TaskInfo] = []
+        self.on_dispatch: Callable[[str, str], None] | None = None  # (pod key, node): bind it now
 
         self.plugins: dict[str, Plugin] = {}
         for tier in self.tiers:
@@ -585,12 +586,16 @@ class Session:
                 h.deallocate(task)
 
     def dispatch(self, task: TaskInfo) -> None:
-        """Hand an Allocated task to the binder (Volcano Session.dispatch)."""
+        """Hand an Allocated task to the binder (Volcano Session.dispatch). A dispatch is final
+        (no later action of the session undoes it), so ``on_dispatch``, when a world sets it,
+        may start binding at once, as Volcano's cache binds while the session goes on."""
         job = self.jobs.get(task.job)
         if job is not None:
             job.update_task_status(task, TaskStatus.BINDING)
         self.bound[task.key] = task.node_name
         self.bound_tasks.append(task)
+        if self.on_dispatch is not None:
+            self.on_dispatch(task.key, task.node_name)
 
     def record_eviction(self, task: TaskInfo, reason: str) -> None:
         self.evicted[task.key] = reason

@@ -67,7 +67,8 @@ class RunOptions:
     scheduler_conf: str | None = None
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
     schedule_period: float = 1.0
-    # With nothing pending, sessions (status refresh only) at most this often; None: 5 periods, ≥ 1 s.
+    # With nothing pending, sessions (status refresh only) at most this often; None: 5 periods,
+    # 10 × the last session's duration, ≥ 1 s.
     idle_session_interval: float | None = None
     leader_elect: bool = False
     lease_duration: float = 15.0
@@ -171,9 +172,10 @@ class Runner:
         self.sessions = 0
         self.loops = 0  # turns of the scheduling loop, with or without a session
         self.stop_event = threading.Event()
-        self._last_loop = time.monotonic()
+        self._created = self._last_loop = time.monotonic()
         self._session_at = -1e18
         self._session_version = -1
+        self._session_seconds = 0.0
         self._started = False
 
     # -- state ----------------------------------------------------------------------------
@@ -242,7 +244,8 @@ class Runner:
                 synced = self.store.synced()
                 self.metrics.ready.set(1 if synced and self.leading() else 0)
                 if not synced:  # start the first session as soon as the caches are whole
-                    self.store.wait_synced(period, self.stop_event)
+                    if self.store.wait_synced(period, self.stop_event):
+                        log.info("informers synced %.2fs after start", time.monotonic() - self._created)
                     continue
                 if synced and self.leading():
                     reloaded = self.reload_config()
@@ -306,7 +309,9 @@ class Runner:
             return False
         idle = self.options.idle_session_interval
         if idle is None:
-            idle = max(1.0, 5 * self.options.schedule_period)
+            # Five periods, and at least ten times the last session: status refreshes never take
+            # more than a tenth of the CPU from the binds they wait for.
+            idle = max(1.0, 5 * self.options.schedule_period, 10 * self._session_seconds)
         return time.monotonic() - self._session_at >= idle
 
     def run_once(self) -> Decisions:
@@ -325,9 +330,13 @@ class Runner:
             uid=str(uuid.uuid4()),
             now=time.time(),
         )
+        # Binds start as the session dispatches them (Volcano's cache binds while the session goes
+        # on), so the first pods bind before a long first session ends.
+        ssn.on_dispatch = self._dispatch
         decisions = ssn.run(on_action=self._observe_action)
         report = usage.report(ssn)  # at close: as the cluster will be once the binds land
-        self.metrics.session_duration.observe(time.perf_counter() - t0)
+        self._session_seconds = time.perf_counter() - t0
+        self.metrics.session_duration.observe(self._session_seconds)
         self.metrics.sessions.inc()
         self.sessions += 1
         self.report = report
@@ -337,6 +346,10 @@ class Runner:
             return decisions  # lost the lease (or stopping) while deciding: apply nothing
         self.apply(decisions, report)
         return decisions
+
+    def _dispatch(self, key: str, node: str) -> None:
+        if self.leading() and not self.stop_event.is_set():
+            self.binder.submit({key: node})
 
     def _observe_action(self, name: str, seconds: float) -> None:
         self.metrics.action_duration.labels(name).observe(seconds)
