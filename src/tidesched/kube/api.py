@@ -27,6 +27,8 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from tidesched.kube.curl import TLS, CurlCalls
+
 __all__ = ["ApiException", "Connection", "Kube", "TokenBucket", "connect", "status_of", "is_transient"]
 
 # How long a bearer token from the kubeconfig loader is reused before its refresh hook (exec
@@ -80,8 +82,9 @@ class Connection:
     """Where the API server is, how to authenticate, and the pooled connections to it."""
 
     host: str
-    pool: urllib3.PoolManager
+    pool: urllib3.PoolManager  # watches, and calls when libcurl cannot serve the setup
     config: k8s_client.Configuration | None = None  # the loader's, for token refresh
+    calls: CurlCalls | None = None  # request/response calls
     _token: str | None = None
     _token_at: float = field(default=-1e18)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -145,7 +148,14 @@ def connect(
         pool: urllib3.PoolManager = urllib3.ProxyManager(cfg.proxy, proxy_headers=cfg.proxy_headers, **options)
     else:
         pool = urllib3.PoolManager(**options)
-    return Connection(url, pool, cfg)
+    calls = None
+    # libcurl serves the common setups (plain URL, or TLS with CA / client certificate files);
+    # a proxy or a TLS server-name override stays with urllib3, which knows both.
+    if cfg is None or not (cfg.proxy or cfg.tls_server_name):
+        calls = CurlCalls(
+            TLS(cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file, bool(cfg.verify_ssl)) if tls and cfg else None
+        )
+    return Connection(url, pool, cfg, calls)
 
 
 def status_of(exc: BaseException) -> int:
@@ -174,11 +184,16 @@ def error_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _api_error(resp: urllib3.BaseHTTPResponse, data: bytes) -> ApiException:
-    exc = ApiException(status=resp.status, reason=resp.reason)
+def _api_error(status: int, headers: Any, data: bytes) -> ApiException:
+    exc = ApiException(status=status, reason=_REASONS.get(status, ""))
     exc.body = data.decode("utf-8", "replace")
-    exc.headers = resp.headers
+    exc.headers = {str(k).lower(): v for k, v in dict(headers).items()}
     return exc
+
+
+_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 409: "Conflict",
+            410: "Gone", 422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error",
+            503: "Service Unavailable", 504: "Gateway Timeout"}
 
 
 @dataclass
@@ -224,20 +239,26 @@ class Kube:
             self.limiter.acquire()
         data = None if body is None else orjson.dumps(body)
         url = self._url(path, params)
+        calls = self.conn.calls
         for attempt in (0, 1):
-            resp = self.conn.pool.request(
-                method,
-                url,
-                body=data,
-                headers=self._headers(content_type if data is not None else None, force_auth=attempt == 1),
-                timeout=urllib3.Timeout(connect=10.0, read=self.request_timeout),
-                preload_content=True,
-            )
-            raw = resp.data
-            if resp.status < 300:
+            headers = self._headers(content_type if data is not None else None, force_auth=attempt == 1)
+            if calls is not None:
+                r = calls.request(method, url, data, headers, self.request_timeout)
+                status, raw, got = r.status, r.body, r.headers
+            else:
+                resp = self.conn.pool.request(
+                    method,
+                    url,
+                    body=data,
+                    headers=headers,
+                    timeout=urllib3.Timeout(connect=10.0, read=self.request_timeout),
+                    preload_content=True,
+                )
+                status, raw, got = resp.status, resp.data, dict(resp.headers)
+            if status < 300:
                 return orjson.loads(raw) if raw else {}
-            if resp.status != 401 or self.conn.config is None or attempt == 1:
-                raise _api_error(resp, raw)
+            if status != 401 or self.conn.config is None or attempt == 1:
+                raise _api_error(status, got, raw)
         raise AssertionError("unreachable")
 
     def get(self, path: str, **params: Any) -> dict[str, Any]:
@@ -268,7 +289,7 @@ class Kube:
         )
         if resp.status >= 300:
             try:
-                raise _api_error(resp, resp.read())
+                raise _api_error(resp.status, resp.headers, resp.read())
             finally:
                 resp.release_conn()
         return resp

@@ -146,7 +146,7 @@ class Evictor(WorkerPool[EvictRequest]):
         headers = getattr(exc, "headers", None)
         if headers is not None:
             try:
-                delay = max(delay, float(headers.get("Retry-After")))
+                delay = max(delay, float(headers.get("retry-after")))
             except (TypeError, ValueError):
                 pass
         return min(delay, self.max_retry_after)
