@@ -103,6 +103,10 @@ class JobInfo:
     status_count: Counter[TaskStatus] = field(default_factory=Counter)
     role_status_count: Counter[tuple[str, TaskStatus]] = field(default_factory=Counter)
     pending_best_effort: Counter[str] = field(default_factory=Counter)
+    # Running totals of the gang sums job ordering asks for on every heap comparison.
+    ready_count: int = 0
+    valid_count: int = 0
+    pending_best_effort_total: int = 0
     # Scheduling outcome bookkeeping of the current session.
     fit_errors: dict[str, Any] = field(default_factory=dict)  # task uid -> FitErrors
     job_fit_error: str = ""
@@ -141,10 +145,16 @@ class JobInfo:
             self.allocated.add(task.resreq)
 
     def _count(self, task: TaskInfo, delta: int) -> None:
-        self.status_count[task.status] += delta
-        self.role_status_count[(task.role, task.status)] += delta
-        if task.status == TaskStatus.PENDING and task.best_effort:
+        status = task.status
+        self.status_count[status] += delta
+        self.role_status_count[(task.role, status)] += delta
+        if status in _READY:
+            self.ready_count += delta
+        if status in _VALID:
+            self.valid_count += delta
+        if status == TaskStatus.PENDING and task.best_effort:
             self.pending_best_effort[task.role] += delta
+            self.pending_best_effort_total += delta
 
     def tasks_with_status(self, *statuses: TaskStatus) -> list[TaskInfo]:
         wanted = set(statuses)
@@ -152,21 +162,17 @@ class JobInfo:
 
     # -- gang arithmetic (Volcano api/job_info.go) ---------------------------------------
 
-    def _sum(self, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
-        c = self.status_count
-        return sum(c[s] for s in statuses)
-
     def ready_task_num(self) -> int:
-        return self._sum(_READY)
+        return self.ready_count
 
     def waiting_task_num(self) -> int:
         return self.status_count[TaskStatus.PIPELINED]
 
     def pending_best_effort_num(self) -> int:
-        return sum(self.pending_best_effort.values())
+        return self.pending_best_effort_total
 
     def valid_task_num(self) -> int:
-        return self._sum(_VALID)
+        return self.valid_count
 
     def is_ready(self) -> bool:
         return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
