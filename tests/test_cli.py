@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -98,3 +99,21 @@ def test_explain_pending_and_bound(tmp_path: Path) -> None:
     assert "would be bound to node" in res.stdout
     res = runner.invoke(app, ["explain", "ns/nope", "-c", str(_config(tmp_path)), str(f)])
     assert res.exit_code == 2
+
+
+@pytest.mark.parametrize("kind", [True, 7, ["Pod"], {"a": 1}, None, 1.5])
+def test_a_kind_that_is_not_a_string_is_a_clear_error(tmp_path: Path, kind: object) -> None:
+    p = _write(tmp_path, [node("n1"), {"apiVersion": "v1", "kind": kind, "metadata": {"name": "x"}}])
+    result = runner.invoke(app, ["schedule", str(p)])
+    assert result.exit_code == 2, result.output
+    assert f"{p.name}#2: field kind must be a string" in result.output
+
+
+@pytest.mark.parametrize("value", ["Inf", "-inf", "NaN", "1e400", 1e400, "99999999999", 2**70, "1.5", True])
+def test_an_integer_field_that_is_no_integer_is_a_clear_error(tmp_path: Path, value: object) -> None:
+    pg = podgroup("pg", min_member=1)
+    pg["spec"]["minMember"] = value
+    p = _write(tmp_path, [node("n1"), pg])
+    result = runner.invoke(app, ["schedule", str(p)])
+    assert result.exit_code == 2, result.output
+    assert "spec.minMember" in result.output and "Traceback" not in result.output

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from builders import node, pod, podgroup, queue
 from tidesched.model.loader import InputError, load_paths, load_text
-from tidesched.model.objects import ObjectError, parse_node, parse_pdb, parse_pod, parse_podgroup, parse_queue
+from tidesched.model.objects import (
+    INT32,
+    ObjectError,
+    parse_int,
+    parse_node,
+    parse_pdb,
+    parse_pod,
+    parse_podgroup,
+    parse_queue,
+)
 from tidesched.model.snapshot import UnknownKindError, build_snapshot
 from tidesched.model.status import TaskStatus
 
@@ -209,3 +220,32 @@ def test_loader_reports_bad_yaml_with_line() -> None:
         load_text("kind: Node\nmetadata:\n  name: [a\n", "x.yaml")
     with pytest.raises(InputError, match="no such file"):
         load_paths(["/nonexistent/dir"])
+
+
+
+@given(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+                 st.text(max_size=30), st.lists(st.integers(), max_size=2)))
+def test_parse_int_returns_an_integer_or_names_the_field(value: object) -> None:
+    try:
+        n = parse_int(value, "spec.x", default=5, bounds=INT32)
+    except ObjectError as exc:
+        assert "spec.x" in str(exc)
+        return
+    assert isinstance(n, int) and INT32[0] <= n <= INT32[1]
+    if value is None:
+        assert n == 5
+    elif isinstance(value, int):
+        assert n == value
+
+
+@given(st.integers(min_value=-(2**31), max_value=2**31 - 1))
+def test_parse_int_reads_whole_numbers_in_every_spelling(n: int) -> None:
+    assert parse_int(n, "f") == parse_int(str(n), "f") == parse_int(f" {n} ", "f") == n
+    if abs(n) < 2**52:
+        assert parse_int(float(n), "f") == parse_int(f"{n}.0", "f") == n
+
+
+def test_objects_from_a_world_with_a_kind_that_is_no_string_are_reported() -> None:
+    snap = build_snapshot([{"kind": ["Pod"], "metadata": {"name": "x", "namespace": "ns"}}], strict_kinds=False)
+    assert [p.reason for p in snap.problems] == ["InvalidObject"]
+    assert "field kind must be a string" in snap.problems[0].message

@@ -53,7 +53,11 @@ def _flatten(obj: Any, source: str) -> Iterator[Manifest]:
         return
     if not isinstance(obj, Mapping):
         raise InputError(f"{source}: expected a Kubernetes object (mapping), got {type(obj).__name__}")
-    if obj.get("kind") == "List" or (obj.get("kind", "").endswith("List") and "items" in obj):
+    kind = obj.get("kind")
+    if not isinstance(kind, str):
+        shown = "missing" if kind is None else f"{type(kind).__name__} {kind!r}"[:80]
+        raise InputError(f"{source}: field kind must be a string naming the object's kind, got {shown}")
+    if kind == "List" or (kind.endswith("List") and "items" in obj):
         items = obj.get("items") or []
         if not isinstance(items, list):
             raise InputError(f"{source}: List.items must be a list")

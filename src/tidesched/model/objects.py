@@ -7,6 +7,8 @@ Records are immutable inputs; per-session mutable state lives in :mod:`tidesched
 
 from __future__ import annotations
 
+import math
+
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -78,18 +80,41 @@ def _list(obj: Mapping[str, Any], key: str, field_name: str) -> list[Any]:
     return value
 
 
-def _int(value: Any, field_name: str, default: int = 0) -> int:
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def parse_int(value: Any, field_name: str, default: int = 0, bounds: tuple[int, int] = INT64) -> int:
+    """The one integer parser for object fields and annotations: an int, or a float or string
+    holding a whole number ("3", "3.0", "1e3"), within ``bounds`` (Kubernetes' int32/int64).
+    Anything else — bools, NaN, infinities, fractions, overflow — is an ObjectError naming the
+    field, never an exception from deeper down."""
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ObjectError(field_name, f"expected an integer, got {value!r}")
-    try:
-        f = float(value)
-    except ValueError:
-        raise ObjectError(field_name, f"expected an integer, got {value!r}") from None
-    if f != int(f):
-        raise ObjectError(field_name, f"expected an integer, got {value!r}")
-    return int(f)
+    if isinstance(value, int):
+        n = value
+    else:
+        try:
+            n = int(value.strip()) if isinstance(value, str) else None  # exact for any length
+        except ValueError:
+            n = None
+        if n is None:
+            try:
+                f = float(value)
+            except ValueError:
+                raise ObjectError(field_name, f"expected an integer, got {value!r}") from None
+            if not math.isfinite(f) or f != int(f):
+                raise ObjectError(field_name, f"expected an integer, got {value!r}")
+            n = int(f)
+    lo, hi = bounds
+    if not lo <= n <= hi:
+        raise ObjectError(field_name, f"{value!r} is out of range ({lo}..{hi})")
+    return n
+
+
+_int = parse_int
 
 
 def _resources(raw: Any, field_name: str) -> Resource:
@@ -257,15 +282,10 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
                 )
 
     priority_raw = spec.get("priority")
-    priority = None if priority_raw is None else _int(priority_raw, "spec.priority")
+    priority = None if priority_raw is None else _int(priority_raw, "spec.priority", bounds=INT32)
     task_priority = meta.annotations.get(TASK_PRIORITY_ANNOTATION)
     if task_priority is not None:
-        try:
-            priority = int(task_priority)
-        except ValueError:
-            raise ObjectError(
-                f"metadata.annotations[{TASK_PRIORITY_ANNOTATION}]", f"not an integer: {task_priority!r}"
-            ) from None
+        priority = parse_int(task_priority, f"metadata.annotations[{TASK_PRIORITY_ANNOTATION}]", bounds=INT32)
 
     tolerations = _list(spec, "tolerations", "spec.tolerations")
     for i, t in enumerate(tolerations):
@@ -363,11 +383,11 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
     meta = parse_meta(obj)
     spec = _mapping(obj, "spec", "spec")
     status = _mapping(obj, "status", "status")
-    min_member = _int(spec.get("minMember"), "spec.minMember", default=1)
+    min_member = _int(spec.get("minMember"), "spec.minMember", default=1, bounds=INT32)
     if min_member < 0:
         raise ObjectError("spec.minMember", f"must not be negative, got {min_member}")
     mtm = {
-        str(k): _int(v, f"spec.minTaskMember[{k}]")
+        str(k): _int(v, f"spec.minTaskMember[{k}]", bounds=INT32)
         for k, v in _mapping(spec, "minTaskMember", "spec.minTaskMember").items()
     }
     min_res = spec.get("minResources")
@@ -419,7 +439,7 @@ def parse_queue(obj: Mapping[str, Any]) -> Queue:
     meta = parse_meta(obj, namespaced=False)
     spec = _mapping(obj, "spec", "spec")
     status = _mapping(obj, "status", "status")
-    weight = _int(spec.get("weight"), "spec.weight", default=1)
+    weight = _int(spec.get("weight"), "spec.weight", default=1, bounds=INT32)
     reclaimable_raw = spec.get("reclaimable")
     if reclaimable_raw is None:
         reclaimable = True
@@ -439,7 +459,7 @@ def parse_queue(obj: Mapping[str, Any]) -> Queue:
         deserved_set=bool(spec.get("deserved")),
         guarantee=_resources(guarantee.get("resource"), "spec.guarantee.resource"),
         reclaimable=reclaimable,
-        priority=_int(spec.get("priority"), "spec.priority"),
+        priority=_int(spec.get("priority"), "spec.priority", bounds=INT32),
         parent=str(spec.get("parent") or ""),
         state=state,
     )
@@ -462,7 +482,7 @@ def parse_priority_class(obj: Mapping[str, Any]) -> PriorityClass:
         raise ObjectError("value", "missing")
     return PriorityClass(
         name=meta.name,
-        value=_int(obj.get("value"), "value"),
+        value=_int(obj.get("value"), "value", bounds=INT32),
         global_default=bool(obj.get("globalDefault") or False),
     )
 
@@ -518,7 +538,7 @@ def parse_pdb(obj: Mapping[str, Any]) -> PodDisruptionBudget:
         raise ObjectError(where, problem) from None
     if selector.everything:
         selector = _MATCHES_NOTHING
-    allowed = _int(status.get("disruptionsAllowed"), "status.disruptionsAllowed", default=0)
+    allowed = _int(status.get("disruptionsAllowed"), "status.disruptionsAllowed", default=0, bounds=INT32)
     if allowed < 0:
         raise ObjectError("status.disruptionsAllowed", f"must not be negative, got {allowed}")
     disrupted = _mapping(status, "disruptedPods", "status.disruptedPods")

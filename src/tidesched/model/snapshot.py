@@ -168,6 +168,10 @@ def build_snapshot(
         source, obj = (item.source, item.obj) if isinstance(item, Manifest) else ("<object>", item)
         kind = obj.get("kind")
         ns, name = _object_name(obj)
+        if not isinstance(kind, str):  # objects from a world, not the loader: report, never raise
+            shown = "missing" if kind is None else f"{type(kind).__name__} {kind!r}"[:80]
+            snap.problems.append(warning("Object", ns, name, "InvalidObject", f"{source}: field kind must be a string, got {shown}"))
+            continue
         if kind not in _PARSERS:
             if kind in IGNORED_KINDS:
                 snap.ignored.append(f"{source}: {kind} {ns + '/' if ns else ''}{name}")
