@@ -29,10 +29,10 @@ from tidesched.framework.plugin import (
     ValidateResult,
 )
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
-from tidesched.model.node_table import NodeTable, occupies_node
-from tidesched.model.problems import Event, warning
+from tidesched.model.problems import Event
 from tidesched.model.resource import Resource
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
+from tidesched.model.state import SessionState, build_state, class_priority
 from tidesched.model.status import (
     ALLOCATED_STATUSES,
     PodGroupPhase,
@@ -179,91 +179,25 @@ class Session:
         scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
         uid: str = "session",
         now: float = 0.0,
+        state: SessionState | None = None,
     ) -> None:
+        """Open on ``state`` when a cache made it (its infos are this session's to change),
+        else on infos built afresh from ``snapshot``."""
         self.uid = uid
         self.now = now
         self.config = config
         self.tiers = config.tiers
-        self.events: list[Event] = list(snapshot.problems)
+        if state is None:
+            state = build_state(snapshot, scheduler_names)
         self.snapshot = snapshot
-
-        self.priority_classes = {pc.name: pc.value for pc in snapshot.priority_classes}
-        defaults = [pc for pc in snapshot.priority_classes if pc.global_default]
-        self.default_priority = max((pc.value for pc in defaults), default=0)
-
-        self.queues: dict[str, QueueInfo] = {}
-        for q in sorted(snapshot.queues, key=lambda q: q.name):
-            self.queues[q.name] = QueueInfo(
-                uid=q.name,
-                name=q.name,
-                queue=q,
-                weight=q.weight,
-                priority=q.priority,
-                reclaimable=q.reclaimable,
-                state=q.state,
-                parent=q.parent,
-                creation=q.meta.creation,
-            )
-
-        self.jobs: dict[str, JobInfo] = {}
-        for pg in sorted(snapshot.podgroups, key=lambda p: p.key):
-            if pg.queue not in self.queues:
-                self.events.append(
-                    warning("PodGroup", pg.meta.namespace, pg.meta.name, "QueueNotFound",
-                            f"queue {pg.queue!r} of PodGroup {pg.key} does not exist; the job is not scheduled")
-                )
-                continue
-            self.jobs[pg.key] = JobInfo(
-                uid=pg.key,
-                name=pg.meta.name,
-                namespace=pg.meta.namespace,
-                queue=pg.queue,
-                priority=self._priority_of_class(pg.priority_class),
-                min_available=pg.min_member,
-                task_min_available=dict(pg.min_task_member),
-                min_resources=pg.min_resources,
-                pod_group=pg,
-                phase=pg.phase,
-                creation=pg.meta.creation,
-                preemptable=pg.preemptable,
-            )
-
-        ours = set(scheduler_names)
-        self.tasks: dict[str, TaskInfo] = {}
-        placed: list[TaskInfo] = []
-        extra_dims: set[str] = set()
-        for pod in sorted(snapshot.pods, key=lambda p: p.key):
-            job_key = f"{pod.meta.namespace}/{pod.group_name}" if pod.group_name else ""
-            job = self.jobs.get(job_key) if pod.scheduler_name in ours else None
-            if pod.priority is not None:
-                prio = pod.priority
-            else:
-                prio = self._priority_of_class(pod.priority_class)
-            task = TaskInfo(pod, job_key if job else "", prio)
-            extra_dims.update(pod.init_resreq.scalars)
-            extra_dims.update(pod.resreq.scalars)
-            if job is not None:
-                job.add_task(task)
-                self.tasks[task.uid] = task
-            elif pod.scheduler_name in ours and task.status == TaskStatus.PENDING:
-                self.events.append(
-                    warning("Pod", pod.meta.namespace, pod.meta.name, "PodGroupNotFound",
-                            f"PodGroup {job_key or '(none)'} of pod {pod.key} is missing or not schedulable; the pod is not scheduled")
-                )
-            if occupies_node(task):
-                placed.append(task)
-
-        nodes = [n for n in snapshot.nodes if n.ready]
-        self.table = NodeTable(nodes, extra_dims)
+        self.events: list[Event] = list(state.events)
+        self.priority_classes = state.priority_classes
+        self.default_priority = state.default_priority
+        self.queues: dict[str, QueueInfo] = state.queues
+        self.jobs: dict[str, JobInfo] = state.jobs
+        self.tasks: dict[str, TaskInfo] = state.tasks
+        self.table = state.table
         self.node_index = self.table.index
-        for task in self.tasks.values():
-            self.table.prepare_task(task)
-        for task in placed:
-            if task.req_vec is None:
-                self.table.prepare_task(task)
-            i = self.table.index.get(task.node_name)
-            if i is not None:
-                self.table.add_task(i, task)
         self.total_resource = self.table.totals()
 
         # Hook registries: hook -> plugin name -> fn.
@@ -289,9 +223,7 @@ class Session:
     # -- helpers ------------------------------------------------------------------------
 
     def _priority_of_class(self, name: str) -> int:
-        if name and name in self.priority_classes:
-            return self.priority_classes[name]
-        return self.default_priority
+        return class_priority(name, self.priority_classes, self.default_priority)
 
     def event(self, kind: str, namespace: str, name: str, type_: str, reason: str, message: str) -> None:
         self.events.append(Event(kind, namespace, name, type_, reason, message))
