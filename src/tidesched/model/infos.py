@@ -130,6 +130,14 @@ class JobInfo:
         if task.status in ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
 
+    def remove_task(self, task: TaskInfo) -> None:
+        if self.tasks.pop(task.uid, None) is None:
+            return
+        self._count(task, -1)
+        self.total_request.sub(task.resreq)
+        if task.status in ALLOCATED_STATUSES:
+            self.allocated.sub(task.resreq)
+
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task to a new status, keeping counters and the allocated sum right."""
         if status == task.status:

@@ -68,6 +68,19 @@ class NodeTable:
         self.change_log: list[int] = []
         self._row_caches: dict[object, list] = {}
 
+    def copy(self) -> "NodeTable":
+        """A table a session may change: own usage arrays and per-node task maps; the nodes,
+        dimensions and allocatable are shared (nothing changes them)."""
+        new = NodeTable.__new__(NodeTable)
+        for name in ("nodes", "names", "index", "dims", "pods_col", "dim_index", "allocatable", "max_pods"):
+            setattr(new, name, getattr(self, name))
+        for name in ("used", "releasing", "pipelined", "idle", "future_idle", "pod_count"):
+            setattr(new, name, getattr(self, name).copy())
+        new.tasks = [dict(row) for row in self.tasks]
+        new.change_log = []
+        new._row_caches = {}
+        return new
+
     def __len__(self) -> int:
         return len(self.names)
 

@@ -102,11 +102,15 @@ def _object_name(obj: Mapping[str, Any]) -> tuple[str, str]:
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
+def synthesized_group_name(pod: Pod) -> str:
+    return f"podgroup-{pod.meta.uid}".replace("/", "-")
+
+
 def synthesize_podgroup(pod: Pod) -> PodGroup:
     """The PodGroup Volcano's podgroup controller creates for a pod that names none:
     minMember 1, the pod's queue annotation, priority class and requests, and the pod's
     ``volcano.sh/*`` annotations."""
-    name = f"podgroup-{pod.meta.uid}".replace("/", "-")
+    name = synthesized_group_name(pod)
     annotations = {k: v for k, v in pod.meta.annotations.items() if k.startswith("volcano.sh/")}
     meta = Meta(
         name=name,
@@ -165,18 +169,20 @@ def build_snapshot(
     ours = set(scheduler_names)
     seen: dict[tuple[str, str], str] = {}
     for item in manifests:
-        source, obj = (item.source, item.obj) if isinstance(item, Manifest) else ("<object>", item)
+        # Objects from a world (not a file) have no source to name: messages start at the kind.
+        source, obj = (item.source, item.obj) if isinstance(item, Manifest) else ("", item)
+        at = f"{source}: " if source else ""
         kind = obj.get("kind")
         ns, name = _object_name(obj)
         if not isinstance(kind, str):  # objects from a world, not the loader: report, never raise
             shown = "missing" if kind is None else f"{type(kind).__name__} {kind!r}"[:80]
-            snap.problems.append(warning("Object", ns, name, "InvalidObject", f"{source}: field kind must be a string, got {shown}"))
+            snap.problems.append(warning("Object", ns, name, "InvalidObject", f"{at}field kind must be a string, got {shown}"))
             continue
         if kind not in _PARSERS:
             if kind in IGNORED_KINDS:
                 snap.ignored.append(f"{source}: {kind} {ns + '/' if ns else ''}{name}")
                 continue
-            msg = f"{source}: unknown kind {kind!r} (scheduler objects: {', '.join(sorted(_PARSERS))})"
+            msg = f"{at}unknown kind {kind!r} (scheduler objects: {', '.join(sorted(_PARSERS))})"
             if strict_kinds:
                 raise UnknownKindError(msg)
             snap.problems.append(warning("Object", ns, name, "UnknownKind", msg))
@@ -185,13 +191,13 @@ def build_snapshot(
             record = _PARSERS[kind](obj)
         except ObjectError as exc:
             snap.problems.append(
-                warning(kind, ns, name, "InvalidObject", f"{source}: {kind} {ns + '/' if ns else ''}{name}: {exc}")
+                warning(kind, ns, name, "InvalidObject", f"{at}{kind} {ns + '/' if ns else ''}{name}: {exc}")
             )
             continue
         ident = (kind, record.key if kind in _NAMESPACED else name)  # type: ignore[union-attr]
         if ident in seen:
             snap.problems.append(
-                warning(kind, ns, name, "DuplicateObject", f"{source}: {kind} {ident[1]} also defined at {seen[ident]}; the later one wins")
+                warning(kind, ns, name, "DuplicateObject", f"{at}{kind} {ident[1]} also defined {('at ' + seen[ident]) if seen[ident] else 'earlier'}; the later one wins")
             )
             _drop(snap, kind, ident[1])
         seen[ident] = source
