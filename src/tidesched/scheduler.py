@@ -14,6 +14,7 @@ from tidesched.framework.config import SchedulerConfig, default_config, load_con
 from tidesched.framework.session import Decisions, Session
 from tidesched.model.loader import Manifest
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
+from tidesched.model.state import SessionState
 from tidesched.plugins import load_all as load_plugins
 
 
@@ -60,10 +61,13 @@ def open_session(
     scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
     uid: str = "session",
     now: float = 0.0,
+    state: SessionState | None = None,
 ) -> Session:
+    """A session over ``snapshot``; with ``state`` (a cache's infos for that snapshot) it opens
+    on those instead of building them."""
     load_actions()
     load_plugins()
-    return Session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now)
+    return Session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state)
 
 
 def run_session(
@@ -73,8 +77,9 @@ def run_session(
     scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
     uid: str = "session",
     now: float = 0.0,
+    state: SessionState | None = None,
 ) -> Decisions:
-    return open_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now).run()
+    return open_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state).run()
 
 
 def schedule_manifests(

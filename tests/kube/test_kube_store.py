@@ -101,6 +101,35 @@ def test_snapshot_overlays_assumed_and_releasing_pods() -> None:
     assert "nodeName" not in store.snapshot_objects()[-1]["spec"]
 
 
+def test_changes_name_each_key_once_with_its_overlay_and_deletions_as_none() -> None:
+    """What the scheduling loop's incremental cache is fed: every key touched since the last
+    call, objects and overlays alike, as the scheduler must see it now."""
+    store = ClusterStore()
+    a, b = pod("a"), pod("b", node="n1", phase="Running")
+    for p in (a, b):
+        p["metadata"]["uid"] = "uid-" + p["metadata"]["name"]
+    store.replace(POD, {"ns/a": a, "ns/b": b})
+    store.replace(NODE, {"n1": node("n1")})
+    first = {(kind, key) for kind, key, _ in store.take_changes()}
+    assert first == {(POD, "ns/a"), (POD, "ns/b"), (NODE, "n1")}
+    assert store.take_changes() == []  # nothing new
+    store.assume("ns/a", "n1", "uid-a")
+    store.mark_releasing("ns/b", ttl=60)
+    changes = {key: obj for _, key, obj in store.take_changes()}
+    assert changes["ns/a"]["spec"]["nodeName"] == "n1"
+    released = changes["ns/b"]["metadata"]["deletionTimestamp"]
+    # The same eviction time every time the pod is handed out: an unchanged pod stays unchanged.
+    store.apply(POD, "MODIFIED", "ns/b", {**b, "status": {"phase": "Running", "message": "x"}})
+    assert store.take_changes()[0][2]["metadata"]["deletionTimestamp"] == released
+    store.forget("ns/a")
+    store.apply(POD, "DELETED", "ns/b", b)
+    changes = {key: obj for _, key, obj in store.take_changes()}
+    assert "nodeName" not in changes["ns/a"]["spec"] and changes["ns/b"] is None
+    # A relist names the keys that went as well as those that came.
+    store.replace(NODE, {"n2": node("n2")})
+    assert sorted((k, o is None) for _, k, o in store.take_changes()) == [("n1", True), ("n2", False)]
+
+
 def test_410_on_a_list_continuation_relists_from_scratch() -> None:
     """The history is compacted between two pages of the first list: the continue token is
     refused with 410 Expired, and the informer starts the list over (never a partial cache)."""

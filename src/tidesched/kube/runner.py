@@ -1,8 +1,8 @@
 """``tidesched run``: the Kubernetes world around the pure scheduling core (RUN-3, RUN-4).
 
-Every ``--schedule-period`` the loop takes the informers' objects (with the binder's and
-evictor's overlays), builds a snapshot, runs one session of the core with the current config
-and hands the decisions to the binder, evictor, status writer and event recorder, which apply
+Every ``--schedule-period`` the loop takes the objects the informers changed (with the binder's
+and evictor's overlays) into its incremental cluster cache, opens one session of the core on it
+with the current config and hands the decisions to the binder, evictor, status writer and event recorder, which apply
 them on their own threads. Nothing here decides anything about scheduling.
 
 * the first session runs only after every informer's first full list (K8S-1);
@@ -36,7 +36,8 @@ from tidesched.kube.leader import LeaderElector
 from tidesched.kube.server import HttpServer, Metrics, routes_for
 from tidesched.kube.status import EventRecorder, StatusBatch, StatusWriter
 from tidesched.kube.store import ClusterStore, Informer, start_informers
-from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, build_snapshot
+from tidesched.model.cache import ClusterCache
+from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
 from tidesched.scheduler import config_from_file, open_session
 
 log = logging.getLogger("tidesched.kube.runner")
@@ -123,6 +124,9 @@ class Runner:
         self.event_kube = base.with_limiter(TokenBucket(options.kube_api_qps, options.kube_api_burst))
         self.lease_kube = base.with_limiter(None)
         self.store = ClusterStore(scheduler_names=frozenset(options.scheduler_names))
+        # Parsed objects and session infos, kept up to date from the store's changes by the
+        # scheduling loop alone (the informer threads only touch the store).
+        self.cache = ClusterCache(options.scheduler_names)
         co = options.component_options
         self.recorder = EventRecorder(
             self.event_kube,
@@ -320,15 +324,16 @@ class Runner:
         self._session_version = self.store.version
         self.store.expire()
         t0 = time.perf_counter()
-        snapshot = build_snapshot(
-            self.store.snapshot_objects(), scheduler_names=self.options.scheduler_names, strict_kinds=False
-        )
+        for kind, key, obj in self.store.take_changes():
+            self.cache.update(kind, key, obj)
+        snapshot, state = self.cache.open()
         ssn = open_session(
             snapshot,
             self.config,
             scheduler_names=self.options.scheduler_names,
             uid=str(uuid.uuid4()),
             now=time.time(),
+            state=state,
         )
         # Binds start as the session dispatches them (Volcano's cache binds while the session goes
         # on), so the first pods bind before a long first session ends.

@@ -92,6 +92,7 @@ class ClusterStore:
     objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     assumed: dict[str, _Assumed] = field(default_factory=dict)
     releasing: dict[str, float] = field(default_factory=dict)  # pod key -> overlay expiry
+    released_at: dict[str, float] = field(default_factory=dict)  # pod key -> wall time of the eviction
     version: int = 0  # bumped on every change; lets waiters notice progress
     # Whose pods count as work (``--scheduler-name``); None: every pod.
     scheduler_names: frozenset[str] | None = None
@@ -104,11 +105,14 @@ class ClusterStore:
         # decide anything: pods of ours waiting for a node, PodGroups waiting for enqueue.
         self._pending_pods: set[str] = set()
         self._pending_groups: set[str] = set()
+        # Keys changed (objects or overlays) since the scheduling loop last took them.
+        self._dirty: dict[str, set[str]] = {k: set() for k in self.kinds}
 
     # -- informer side --------------------------------------------------------------------
 
     def replace(self, kind: str, items: dict[str, dict[str, Any]]) -> None:
         with self._cond:
+            self._dirty[kind].update(self.objects[kind].keys(), items.keys())
             self.objects[kind] = items
             if kind in (POD, PODGROUP):
                 pending = self._pending_pods if kind == POD else self._pending_groups
@@ -125,6 +129,7 @@ class ClusterStore:
 
     def apply(self, kind: str, etype: str, key: str, obj: dict[str, Any]) -> None:
         with self._cond:
+            self._dirty[kind].add(key)
             if etype == "DELETED":
                 self.objects[kind].pop(key, None)
                 current = None
@@ -170,6 +175,7 @@ class ClusterStore:
     def _confirm_release(self, key: str, pod: dict[str, Any] | None) -> None:
         if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
             del self.releasing[key]
+            self.released_at.pop(key, None)
 
     def _changed(self) -> None:
         self.version += 1
@@ -210,28 +216,44 @@ class ClusterStore:
         with self._cond:
             return list(self.objects[kind].values())
 
-    def snapshot_objects(self, now: float | None = None) -> list[dict[str, Any]]:
+    def snapshot_objects(self) -> list[dict[str, Any]]:
         """Every object for ``build_snapshot``, with overlays applied to copies of the pods
         concerned. Objects are never mutated in place (updates replace them), so handing out
         references is safe."""
-        now = time.time() if now is None else now
         with self._cond:
             out: list[dict[str, Any]] = []
             for kind in self.kinds:
-                if kind == POD:
-                    continue
-                out.extend(self.objects[kind].values())
-            pods = self.objects.get(POD, {})
-            for key, pod in pods.items():
-                a = self.assumed.get(key)
-                if a is not None:
-                    pod = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": a.node}}
-                elif key in self.releasing:
-                    md = dict(pod.get("metadata") or {})
-                    md["deletionTimestamp"] = _rfc3339(now)
-                    pod = {**pod, "metadata": md}
-                out.append(pod)
+                if kind != POD:
+                    out.extend(self.objects[kind].values())
+            out.extend(self._overlaid(key, pod) for key, pod in self.objects.get(POD, {}).items())
             return out
+
+    def take_changes(self) -> list[tuple[str, str, dict[str, Any] | None]]:
+        """What changed since the last call, as (kind, key, object with overlays, or None when
+        gone), for the scheduling loop's incremental cache. Every key starts out changed."""
+        with self._cond:
+            out: list[tuple[str, str, dict[str, Any] | None]] = []
+            for kind, keys in self._dirty.items():
+                objects = self.objects[kind]
+                for key in keys:
+                    obj = objects.get(key)
+                    if obj is not None and kind == POD:
+                        obj = self._overlaid(key, obj)
+                    out.append((kind, key, obj))
+                keys.clear()
+            return out
+
+    def _overlaid(self, key: str, pod: dict[str, Any]) -> dict[str, Any]:
+        """The pod as the scheduler must see it: on its node while a bind is in flight or
+        unconfirmed, terminating from the moment we evicted it."""
+        a = self.assumed.get(key)
+        if a is not None:
+            return {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": a.node}}
+        if key in self.releasing:
+            md = dict(pod.get("metadata") or {})
+            md["deletionTimestamp"] = _rfc3339(self.released_at.get(key, 0.0))
+            return {**pod, "metadata": md}
+        return pod
 
     # -- overlays -------------------------------------------------------------------------
 
@@ -241,6 +263,7 @@ class ClusterStore:
             if key in self.assumed:
                 return False
             self.assumed[key] = _Assumed(node, uid)
+            self._dirty[POD].add(key)
             self._changed()
             return True
 
@@ -252,6 +275,7 @@ class ClusterStore:
                 pod = self.objects[POD].get(key)
                 if pod is not None and (pod.get("spec") or {}).get("nodeName"):
                     del self.assumed[key]
+                    self._dirty[POD].add(key)
                 else:
                     a.expires = time.monotonic() + ttl
             self._changed()
@@ -260,6 +284,7 @@ class ClusterStore:
         """The bind failed: release the pod's resources in the cache."""
         with self._cond:
             self.assumed.pop(key, None)
+            self._dirty[POD].add(key)
             self._changed()
 
     def is_assumed(self, key: str) -> bool:
@@ -271,12 +296,16 @@ class ClusterStore:
             if key in self.releasing:
                 return False
             self.releasing[key] = time.monotonic() + ttl
+            self.released_at[key] = time.time()
+            self._dirty[POD].add(key)
             self._changed()
             return True
 
     def unmark_releasing(self, key: str) -> None:
         with self._cond:
             self.releasing.pop(key, None)
+            self.released_at.pop(key, None)
+            self._dirty[POD].add(key)
             self._changed()
 
     def expire(self) -> list[str]:
@@ -289,6 +318,8 @@ class ClusterStore:
             rel = [k for k, t in self.releasing.items() if t < now]
             for k in rel:
                 del self.releasing[k]
+                self.released_at.pop(k, None)
+            self._dirty[POD].update(gone, rel)
             if gone or rel:
                 self._changed()
             return gone
