@@ -4,8 +4,8 @@ One loop over simulated time:
 
 1. clock events due by the next session time fire in order (scenario events, pod completions,
    ends of grace periods, controller timers); after each, the controllers settle;
-2. at every multiple of ``schedulePeriod`` a session runs on the world's snapshot with the
-   scenario's scheduler config — the very same ``run_session`` the ``schedule`` command uses;
+2. at every multiple of ``schedulePeriod`` a session runs on the world's incremental cache with
+   the scenario's scheduler config — the very same ``run_session`` the ``schedule`` command uses;
 3. the world applies the decisions, the controllers react, the invariants are checked and a
    step is recorded (when something changed, or every ``recordEvery`` periods);
 4. **fast-forward**: when a session changed nothing and nothing else changed the world, the
@@ -75,9 +75,9 @@ class SimulationRun:
         return bool(self.result["invariants"]["violations"])
 
 
-def _session(snapshot: Any, config: Any, *, scheduler_names: Any, uid: str, now: float) -> Decisions:
+def _session(snapshot: Any, config: Any, *, scheduler_names: Any, uid: str, now: float, state: Any = None) -> Decisions:
     """The scheduling core; a module attribute so tests can substitute decisions."""
-    return run_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now)
+    return run_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state)
 
 
 class Engine:
@@ -308,15 +308,16 @@ class Engine:
         self._last_sig = sig
 
     def run_session(self, n: int, t: float) -> tuple[Decisions | None, float]:
-        snapshot = self.world.snapshot()
         t0 = time.perf_counter()
         try:
+            snapshot, state = self.world.open()
             d = _session(
                 snapshot,
                 self.config,
                 scheduler_names=self.sc.scheduler_names,
                 uid=f"session-{n}",
                 now=EPOCH + t,
+                state=state,
             )
         except Exception as exc:  # noqa: BLE001 - a crash of the core is a finding, reported loudly
             tb = traceback.format_exc(limit=6)

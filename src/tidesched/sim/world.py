@@ -13,9 +13,10 @@ core's :class:`~tidesched.framework.session.Decisions`:
   changes, so an unchanged world stays unchanged and the clock can skip ahead).
 
 There is no scheduling logic here. Objects are never modified in place: an update stores a
-new dict (copy-on-write of the touched sections), so a parsed record can be cached per object
-*identity* and reused by every later snapshot until the object changes — parsing is paid once
-per object version, not once per session.
+new dict (copy-on-write of the touched sections). Every change of a kind the scheduler reads
+goes to the world's :class:`~tidesched.model.cache.ClusterCache` as it happens, which parses it
+once per object version and keeps the session infos up to date; a session opens on
+:meth:`World.open` (the same cache the Kubernetes mode runs on).
 
 Listeners (controllers, metrics) are called on every change with
 ``(kind, key, old, new, cause)``; ``new`` is None when the object is gone and ``cause`` says
@@ -33,19 +34,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tidesched.framework.session import Decisions
-from tidesched.model.objects import (
-    DEFAULT_NAMESPACE,
-    DEFAULT_QUEUE,
-    GROUP_NAME_ANNOTATION,
-    parse_node,
-    parse_pdb,
-    parse_pod,
-    parse_podgroup,
-    parse_priority_class,
-    parse_queue,
-)
-from tidesched.model.problems import Event, ObjectError, warning
-from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, default_queue
+from tidesched.model.cache import ClusterCache
+from tidesched.model.objects import DEFAULT_NAMESPACE, GROUP_NAME_ANNOTATION
+from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
+from tidesched.model.state import SessionState
 from tidesched.sim.clock import Clock
 from tidesched.sim.scenario import (
     DURATION_ANNOTATION,
@@ -211,16 +203,6 @@ class Applied:
     podgroups_changed: int = 0
 
 
-_PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-    "Node": parse_node,
-    "Pod": parse_pod,
-    "PodGroup": parse_podgroup,
-    "Queue": parse_queue,
-    "PriorityClass": parse_priority_class,
-    # Passed through as written: no disruption controller recomputes the status.
-    "PodDisruptionBudget": parse_pdb,
-}
-_SNAPSHOT_KINDS = tuple(_PARSERS)
 _OWNED_KINDS = frozenset({"ReplicaSet", "PodGroup"})
 
 
@@ -247,7 +229,9 @@ class World:
         self.objects: dict[str, dict[str, dict[str, Any]]] = {k: {} for k in WORLD_KINDS}
         self.revision = 0
         self.listeners: list[Listener] = []
-        self._cache: dict[tuple[str, str], tuple[Mapping[str, Any], Any, Event | None]] = {}
+        # Parsed records and session infos of the kinds the scheduler reads. Bare pods get no
+        # PodGroup made up: the simulated podgroup controller creates real ones.
+        self.cache = ClusterCache(self.scheduler_names, synthesize_podgroups=False)
         self._sorted: dict[str, list[str] | None] = {k: None for k in WORLD_KINDS}
         self.pods_by_node: dict[str, set[str]] = defaultdict(set)
         self.pods_by_group: dict[str, set[str]] = defaultdict(set)  # "ns/pg" -> pod keys
@@ -256,10 +240,6 @@ class World:
         # Deployment, PodGroups of an owner), so controllers never scan a whole kind.
         self._owned: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.deleting_since: dict[str, float] = {}
-        # Per kind: a change counter, and the snapshot lists built at some counter value (reused
-        # while the kind is unchanged: nodes, queues and priority classes rarely change).
-        self._kind_rev: dict[str, int] = {k: 0 for k in WORLD_KINDS}
-        self._snap_lists: dict[str, tuple[int, list[Any], list[Event]]] = {}
 
     # -- identity -----------------------------------------------------------------------
 
@@ -300,7 +280,7 @@ class World:
         if old is None:
             self._sorted[kind] = None
         self.revision += 1
-        self._kind_rev[kind] += 1
+        self.cache.update(kind, key, obj)
         if kind == "Pod":
             self._index_pod(key, old, obj)
         elif kind in _OWNED_KINDS:
@@ -314,9 +294,8 @@ class World:
         if old is None:
             return None
         self._sorted[kind] = None
-        self._cache.pop((kind, key), None)
         self.revision += 1
-        self._kind_rev[kind] += 1
+        self.cache.update(kind, key, None)
         if kind == "Pod":
             self._index_pod(key, old, None)
             self.deleting_since.pop(key, None)
@@ -374,59 +353,18 @@ class World:
     # -- parsed records -----------------------------------------------------------------
 
     def record(self, kind: str, key: str) -> Any:
-        """The parsed record of an object (None when it is missing or malformed); cached per
-        object version."""
-        obj = self.objects[kind].get(key)
-        if obj is None:
-            return None
-        return self._parsed(kind, key, obj)[0]
-
-    def _parsed(self, kind: str, key: str, obj: Mapping[str, Any]) -> tuple[Any, Event | None]:
-        hit = self._cache.get((kind, key))
-        if hit is not None and hit[0] is obj:
-            return hit[1], hit[2]
-        record: Any = None
-        problem: Event | None = None
-        try:
-            record = _PARSERS[kind](obj)
-        except ObjectError as exc:
-            ns, name = split_key(key) if kind in NAMESPACED else ("", key)
-            problem = warning(kind, ns, name, "InvalidObject", f"{kind} {key}: {exc}")
-        self._cache[(kind, key)] = (obj, record, problem)
-        return record, problem
+        """The parsed record of an object of a kind the scheduler reads (None when it is
+        missing or malformed)."""
+        return self.cache.records[kind].get(key)
 
     def snapshot(self) -> ClusterSnapshot:
-        """A consistent snapshot for one session (objects in key order; malformed objects
-        become Warning events, as ``build_snapshot`` does)."""
-        snap = ClusterSnapshot()
-        targets = {
-            "Node": snap.nodes,
-            "Pod": snap.pods,
-            "PodGroup": snap.podgroups,
-            "Queue": snap.queues,
-            "PriorityClass": snap.priority_classes,
-            "PodDisruptionBudget": snap.pdbs,
-        }
-        for kind in _SNAPSHOT_KINDS:
-            rev = self._kind_rev[kind]
-            cached = self._snap_lists.get(kind)
-            if cached is None or cached[0] != rev:
-                records: list[Any] = []
-                problems: list[Event] = []
-                objs = self.objects[kind]
-                for key in self.keys(kind):
-                    record, problem = self._parsed(kind, key, objs[key])
-                    if record is not None:
-                        records.append(record)
-                    elif problem is not None:
-                        problems.append(problem)
-                cached = (rev, records, problems)
-                self._snap_lists[kind] = cached
-            targets[kind].extend(cached[1])  # a fresh list per snapshot; the records are shared
-            snap.problems.extend(cached[2])
-        if DEFAULT_QUEUE not in self.objects["Queue"]:
-            snap.queues.append(default_queue())
-        return snap
+        """The records as a snapshot (objects in key order; malformed objects become Warning
+        events, as ``build_snapshot`` does)."""
+        return self.cache.snapshot()
+
+    def open(self) -> tuple[ClusterSnapshot, SessionState]:
+        """The snapshot and the session infos for one session (see ClusterCache.open)."""
+        return self.cache.open()
 
     # -- pods ---------------------------------------------------------------------------
 
