@@ -31,7 +31,7 @@ from session import CONFIG, generate  # benchmarks/session.py
 from tidesched.framework.session import Session
 from tidesched.model.cache import ClusterCache
 from tidesched.model.snapshot import build_snapshot
-from tidesched.scheduler import config_from_file, config_from_text, open_session
+from tidesched.scheduler import config_from_file, config_from_text, open_session, tune_gc
 
 OURS = ("volcano",)
 
@@ -78,6 +78,7 @@ def main() -> None:
         help="Volcano's built-in config (what `run` uses without --scheduler-conf) or benchmarks/session.py's",
     )
     args = ap.parse_args()
+    tune_gc()  # as the command line does
     config = config_from_file(None) if args.config == "volcano" else config_from_text(CONFIG)
     objs = cluster(args.nodes, args.pods)
     print(f"{args.nodes} nodes, {args.pods} pods ({args.pods // 2} running, the rest pending), {args.config} config")

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from tidesched.model.snapshot import build_snapshot
-from tidesched.scheduler import config_from_text, open_session
+from tidesched.scheduler import config_from_text, open_session, tune_gc
 
 CONFIG = """
 actions: "enqueue, allocate, backfill"
@@ -123,6 +123,7 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, nargs="*", default=[1000, 5000, 10000])
     ap.add_argument("--pods", type=int, default=20000)
     args = ap.parse_args()
+    tune_gc()  # as the command line does
     for n in args.nodes:
         run(n, args.pods)
 

@@ -21,7 +21,7 @@ from tidesched.framework.session import Decisions, FitErrors, Session
 from tidesched.model.loader import InputError, load_paths
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, UnknownKindError, build_snapshot
 from tidesched.model.status import TaskStatus
-from tidesched.scheduler import config_from_file, open_session
+from tidesched.scheduler import config_from_file, open_session, tune_gc
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="tidesched: a Volcano-compatible batch scheduler.")
 out = Console()
@@ -323,6 +323,7 @@ def simulate_cmd(
 
 
 def main() -> None:
+    tune_gc()
     app()
 
 

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -16,6 +17,15 @@ from tidesched.model.loader import Manifest
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
 from tidesched.model.state import SessionState
 from tidesched.plugins import load_all as load_plugins
+
+
+def tune_gc() -> None:
+    """Collect cyclic garbage less often. A scheduler holds hundreds of thousands of long-lived
+    objects (parsed records, infos) and allocates as many per session; with the default
+    thresholds the collector walks that heap over and over, and a cache fill or a session
+    open spends about 40% of its time in it. Cycles still go, just in fewer, larger sweeps.
+    The command line calls this; library users may."""
+    gc.set_threshold(50_000, 20, 100)
 
 
 def known_actions() -> list[str]:

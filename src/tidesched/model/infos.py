@@ -7,9 +7,8 @@ after every placement in a session.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tidesched.model.objects import Pod, PodGroup, Queue
 from tidesched.model.resource import Resource
@@ -17,6 +16,19 @@ from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
 
 if TYPE_CHECKING:
     import numpy as np
+
+K = TypeVar("K")
+
+
+class Tally(dict[K, int]):
+    """Counts by key, 0 for a missing one (a Counter without its costly constructor: every job
+    holds three, and a cache fill makes tens of thousands of jobs)."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: K) -> int:
+        return 0
+
 
 _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 _PIPELINED_OK = _READY | {TaskStatus.PIPELINED}
@@ -100,9 +112,9 @@ class JobInfo:
     allocated: Resource = field(default_factory=Resource)
     total_request: Resource = field(default_factory=Resource)
     # Status counters: overall, per (role, status), and pending best-effort per role.
-    status_count: Counter[TaskStatus] = field(default_factory=Counter)
-    role_status_count: Counter[tuple[str, TaskStatus]] = field(default_factory=Counter)
-    pending_best_effort: Counter[str] = field(default_factory=Counter)
+    status_count: Tally[TaskStatus] = field(default_factory=Tally)
+    role_status_count: Tally[tuple[str, TaskStatus]] = field(default_factory=Tally)
+    pending_best_effort: Tally[str] = field(default_factory=Tally)
     # Running totals of the gang sums job ordering asks for on every heap comparison.
     ready_count: int = 0
     valid_count: int = 0

@@ -23,6 +23,7 @@ bytes, milli-units) back into short strings that ``parse_quantity`` accepts.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -176,14 +177,19 @@ def _scaled_int(raw: QuantityInput, scale: int) -> int:
     return result
 
 
+# A cluster spells the same few quantities ("1", "500m", "4Gi") on thousands of objects: the
+# string forms are parsed once. Failures are not cached (lru_cache does not keep exceptions).
+_scaled_str = functools.lru_cache(maxsize=4096)(_scaled_int)
+
+
 def milli_value(value: QuantityInput) -> int:
     """Quantity in thousandths, rounded away from zero (k8s ``MilliValue``)."""
-    return _scaled_int(value, 3)
+    return _scaled_str(value, 3) if type(value) is str else _scaled_int(value, 3)
 
 
 def value(value: QuantityInput) -> int:
     """Quantity as an integer, rounded away from zero (k8s ``Value``)."""
-    return _scaled_int(value, 0)
+    return _scaled_str(value, 0) if type(value) is str else _scaled_int(value, 0)
 
 
 # ---------------------------------------------------------------------------
