@@ -29,7 +29,18 @@ class TLS:
 class Response:
     status: int
     body: bytes
-    headers: dict[str, str]
+    raw_headers: bytes
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Header names in lower case. Parsed only when asked for (errors: ``Retry-After``), so
+        a successful call runs no Python per header line."""
+        got: dict[str, str] = {}
+        for line in self.raw_headers.decode("latin-1").splitlines():
+            name, sep, value = line.partition(":")
+            if sep:
+                got[name.strip().lower()] = value.strip()
+        return got
 
 
 class CurlCalls:
@@ -66,18 +77,12 @@ class CurlCalls:
         """Send one request; raises pycurl.error on transport failures (refused, reset, timed out)."""
         c = self._handle()
         out = BytesIO()
-        got: dict[str, str] = {}
-
-        def header(line: bytes) -> None:
-            name, sep, value = line.decode("latin-1").partition(":")
-            if sep:
-                got[name.strip().lower()] = value.strip()
-
+        head = BytesIO()  # every response's header lines (after a redirect or 100: the last counts)
         c.setopt(pycurl.URL, url)
         # "Expect:" keeps libcurl from waiting for 100-continue before larger bodies.
         c.setopt(pycurl.HTTPHEADER, [*(f"{k}: {v}" for k, v in headers.items()), "Expect:"])
         c.setopt(pycurl.WRITEDATA, out)
-        c.setopt(pycurl.HEADERFUNCTION, header)
+        c.setopt(pycurl.HEADERFUNCTION, head.write)
         c.setopt(pycurl.CONNECTTIMEOUT_MS, 10_000)
         c.setopt(pycurl.TIMEOUT_MS, int(timeout * 1000))
         if body is not None:
@@ -94,4 +99,4 @@ class CurlCalls:
             c.close()
             self._local.curl = None
             raise
-        return Response(int(c.getinfo(pycurl.RESPONSE_CODE)), out.getvalue(), got)
+        return Response(int(c.getinfo(pycurl.RESPONSE_CODE)), out.getvalue(), head.getvalue())
