@@ -160,7 +160,10 @@ def start_scheduler(which: str, cp: ControlPlane, workdir: Path, extra: list[str
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
-def run_one(which: str, nodes: int, pods: int, gang: int, assets: Path, extra: list[str], timeout: float) -> Result:
+def run_one(
+    which: str, nodes: int, pods: int, gang: int, assets: Path, extra: list[str], timeout: float,
+    py_spy: str | None = None,
+) -> Result:
     cp = ControlPlane(assets, load_test=True)
     cp.start()
     proc: subprocess.Popen[bytes] | None = None
@@ -175,10 +178,20 @@ def run_one(which: str, nodes: int, pods: int, gang: int, assets: Path, extra: l
         proc = start_scheduler(which, cp, cp.workdir, extra)
         procs["scheduler"] = proc.pid
         cpu0["scheduler"] = 0.0
+        spy = None
+        if py_spy and which == "tidesched":  # sampled, not paused: the figures stay honest-ish
+            spy = subprocess.Popen(
+                [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(proc.pid), "--nonblocking",
+                 "--threads", "--gil", "-r", "100", "-f", "raw", "-o", py_spy],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
         deadline = time.monotonic() + timeout
         while count_binds(cp) < pods and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.5)
         cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in procs.items()}
+        if spy is not None:
+            spy.send_signal(2)  # py-spy writes its samples on SIGINT
+            spy.wait(30)
         rss = peak_rss_mib(proc.pid)
         times = bind_times(cp)
         synced = synced_at(cp.workdir / f"{which}.log")
@@ -208,6 +221,7 @@ def main() -> int:
     ap.add_argument("--only", choices=["kube-scheduler", "tidesched"], default=None)
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--tidesched-arg", action="append", default=[], help="extra flag for tidesched run")
+    ap.add_argument("--py-spy", metavar="FILE", help="sample tidesched with py-spy (installed by hand) into FILE")
     args = ap.parse_args()
     assets, missing = find_assets(("kube-scheduler",))
     if assets is None:
@@ -222,7 +236,7 @@ def main() -> int:
         for which, gang in runs:
             if args.only and which != args.only:
                 continue
-            r = run_one(which, nodes, pods, gang, assets, args.tidesched_arg, args.timeout)
+            r = run_one(which, nodes, pods, gang, assets, args.tidesched_arg, args.timeout, args.py_spy)
             results.append(r)
             print(f"  {_row(r)}", flush=True)
     print("\nscheduler        nodes × pods    gang  bound   pods/s  first bind (after sync)  total"
