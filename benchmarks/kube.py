@@ -13,7 +13,8 @@ pending pods (1 CPU / 1 Gi each, no PodGroups unless ``--gang``), then the sched
 Bindings are counted from the API server's audit log (a local file: counting costs the API server
 nothing). Printed per run: pods/s from the first bind to the last, the first bind's delay after
 the scheduler process started, total time, the CPU seconds the scheduler, kube-apiserver and
-etcd spent from start to the last bind, and the scheduler's peak RSS. Run by hand:
+etcd spent from start to the last bind, the scheduler's peak RSS, and its write requests per bound
+pod by resource (the API server's own request counters). Run by hand:
 
     .venv/bin/python benchmarks/kube.py                     # 1,000 × 5,000 and 5,000 × 10,000
     .venv/bin/python benchmarks/kube.py --sizes 1000x5000 --gang 8
@@ -92,6 +93,26 @@ def populate(api: Api, nodes: int, pods: int, scheduler: str, gang: int, workers
         list(pool.map(pod, range(pods)))
 
 
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE", "APPLY"})
+
+
+def api_writes(api: Api) -> dict[str, float]:
+    """Write requests the API server has served so far, by resource[/subresource], from its own
+    ``apiserver_request_total`` (the benchmark's own writes happen before the scheduler starts)."""
+    out: dict[str, float] = {}
+    for line in api.client.get("/metrics").text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(
+            part.split("=", 1) for part in line[line.index("{") + 1 : line.rindex("}")].replace('"', "").split(",")
+        )
+        if labels.get("verb") not in _WRITES:
+            continue
+        what = labels.get("resource", "") + ("/" + labels["subresource"] if labels.get("subresource") else "")
+        out[what] = out.get(what, 0.0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
 def bind_times(cp: ControlPlane) -> list[float]:
     """Epoch seconds of every successful binding, from the audit log."""
     out = []
@@ -138,6 +159,7 @@ class Result:
     cpu: dict[str, float]
     rss_mib: float
     after_sync_s: float  # first bind after the informers synced (tidesched's log says when)
+    writes: dict[str, float]  # the scheduler's write requests by resource[/subresource]
 
 
 def start_scheduler(which: str, cp: ControlPlane, workdir: Path, extra: list[str]) -> subprocess.Popen[bytes]:
@@ -174,6 +196,7 @@ def run_one(
         print(f"  {which}: {nodes} nodes, {pods} pods created in {time.monotonic() - t:.0f}s", flush=True)
         procs = {"apiserver": cp.apiserver.popen.pid, "etcd": cp.etcd.popen.pid}  # type: ignore[union-attr]
         cpu0 = {k: cpu_seconds(p) for k, p in procs.items()}
+        writes0 = api_writes(cp.admin)
         started = time.time()
         proc = start_scheduler(which, cp, cp.workdir, extra)
         procs["scheduler"] = proc.pid
@@ -182,7 +205,7 @@ def run_one(
         if py_spy and which == "tidesched":  # sampled, not paused: the figures stay honest-ish
             spy = subprocess.Popen(
                 [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(proc.pid), "--nonblocking",
-                 "--threads", "--gil", "-r", "100", "-f", "raw", "-o", py_spy],
+                 "--threads", *os.environ.get("PYSPY_FLAGS", "--gil").split(), "-r", "100", "-f", "raw", "-o", py_spy],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
         deadline = time.monotonic() + timeout
@@ -193,6 +216,7 @@ def run_one(
             spy.send_signal(2)  # py-spy writes its samples on SIGINT
             spy.wait(30)
         rss = peak_rss_mib(proc.pid)
+        writes = {k: v - writes0.get(k, 0.0) for k, v in api_writes(cp.admin).items()}
         times = bind_times(cp)
         synced = synced_at(cp.workdir / f"{which}.log")
         span = (times[-1] - times[0]) if len(times) > 1 else float("nan")
@@ -203,6 +227,7 @@ def run_one(
             (times[-1] - started) if times else float("nan"),
             cpu, rss,
             (times[0] - synced) if times and synced else float("nan"),
+            {k: v for k, v in writes.items() if v},
         )
     finally:
         if proc is not None and proc.poll() is None:
@@ -243,6 +268,10 @@ def main() -> int:
           "   CPU s: sched / apiserver / etcd  peak RSS")
     for r in results:
         print(_row(r))
+    print("\nwrite requests per bound pod (from the API server's apiserver_request_total):")
+    for r in results:
+        per_pod = ", ".join(f"{k} {v / max(r.bound, 1):.3f}" for k, v in sorted(r.writes.items(), key=lambda kv: -kv[1]))
+        print(f"{r.scheduler:<15} {r.nodes:>6} × {r.pods:<6} {r.gang or '-':>4}  {per_pod}")
     return 0
 
 

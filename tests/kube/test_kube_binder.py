@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from builders import node, pod
 from kube_helpers import FAST_COMPONENTS, bound_nodes, fake_api, informers, kube_for, wait
@@ -129,28 +130,26 @@ def test_nothing_is_sent_once_sending_is_no_longer_allowed() -> None:
 
 
 def test_binds_respect_the_qps_limit() -> None:
-    """Every binding call takes a token first; at 20/s with a burst of 1 the bucket spaces ten
-    calls 50 ms apart. The bucket's clock is frozen and its sleeps recorded, so the schedule is
-    checked exactly instead of timed."""
+    """Every binding call reserves a token first; at 20/s with a burst of 1 the bucket spaces ten
+    calls 50 ms apart. The bucket's clock is frozen, so the reserved delays are exact; the
+    calls are held back by them (the tenth cannot go before 9 × 50 ms)."""
     with fake_api() as api:
         api.create_many([node("n1")] + [pod(f"p{i}") for i in range(10)])
         with informers(api) as (store, _):
             assert store.wait_synced(10)
-            waits: list[float] = []
-            sleep_lock = threading.Lock()
-
-            def record(seconds: float) -> None:
-                with sleep_lock:
-                    waits.append(seconds)
-
-            bucket = TokenBucket(20, 1, clock=lambda: 1000.0, sleep=record)
+            bucket = TokenBucket(20, 1, clock=lambda: 1000.0)
+            delays: list[float] = []
+            reserve = bucket.reserve
+            bucket.reserve = lambda: delays.append(reserve()) or delays[-1]  # type: ignore[method-assign]
             b, rec = _binder(api, store, workers=8)
             b.kube = Kube(b.kube.conn, bucket, b.kube.request_timeout)
+            t0 = time.monotonic()
             b.submit({f"ns/p{i}": "n1" for i in range(10)})
             assert b.drain(10)
+            assert time.monotonic() - t0 >= 0.45
             assert b.bound == 10 and api.count("POST", r"/binding$") == 10 == bucket.acquired
             # The first call uses the burst; the k-th further one waits k × 50 ms for its token.
-            assert sorted(round(w, 6) for w in waits) == [round(0.05 * k, 6) for k in range(1, 10)]
+            assert sorted(round(w, 6) for w in delays) == [0.0] + [round(0.05 * k, 6) for k in range(1, 10)]
             b.stop()
             rec.stop()
 

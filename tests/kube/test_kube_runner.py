@@ -66,10 +66,12 @@ def test_restart_between_decisions_and_binds_never_double_binds(tmp_path: Path) 
     with fake_api() as api:
         api.create_many([node("n1", cpu="4"), node("n2", cpu="4"), queue("default")] + pods)
         first = make_runner(api, tmp_path, switch_interval=None)
-        # No writer threads: its binds stay queued, and nothing but the binds sent below by hand
-        # ever leaves this scheduler (no status, no events) — as if it died right after deciding.
-        for component in (first.binder, first.evictor, first.status, first.recorder):
+        # No writer threads and a binder that may not send: nothing but the binds sent below by
+        # hand ever leaves this scheduler (no status, no events) — as if it died right after
+        # deciding.
+        for component in (first.evictor, first.status, first.recorder):
             component.start = lambda: None  # type: ignore[method-assign]
+        first.binder.may_send = lambda: False
         first.start()
         assert first.store.wait_synced(10)
         decisions = first.run_once()  # one-member jobs: enqueue and allocate in the same session
@@ -87,7 +89,8 @@ def test_restart_between_decisions_and_binds_never_double_binds(tmp_path: Path) 
             first.kube.post(f"/api/v1/namespaces/{ns}/pods/{name}/binding", body)
         for inf in first.informers:  # the crash: no drain, no release, nothing written after
             inf.stop()
-        assert first.binder.pending() == 8  # all eight decided; four of them reached the API server
+        # All eight decided, none sent by the binder; four reached the API server by hand.
+        assert wait(lambda: first.binder.dropped >= 8, 5) and first.binder.bound == 0
         before_restart = len(api.requests)
 
         second = make_runner(api, tmp_path)

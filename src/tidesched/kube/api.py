@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 from urllib.parse import urlencode
@@ -27,9 +28,9 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from tidesched.kube.curl import TLS, CurlCalls
+from tidesched.kube.curl import TLS, Call, Cancelled, CurlCalls, CurlLoop, Response, deliver
 
-__all__ = ["ApiException", "Connection", "Kube", "TokenBucket", "connect", "status_of", "is_transient"]
+__all__ = ["ApiException", "Cancelled", "Connection", "Kube", "TokenBucket", "connect", "status_of", "is_transient"]
 
 # How long a bearer token from the kubeconfig loader is reused before its refresh hook (exec
 # plugin, token file, OIDC) is asked again; a 401 asks at once.
@@ -64,17 +65,21 @@ class TokenBucket:
         self._lock = threading.Lock()
 
     def acquire(self) -> None:
+        wait = self.reserve()
+        if wait > 0:
+            self.sleep(wait)
+
+    def reserve(self) -> float:
+        """Take a token without waiting; the seconds until it is due (golang's Reserve)."""
         if self.qps <= 0:
-            return
+            return 0.0
         with self._lock:
             now = self.clock()
             self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
             self._last = now
             self._tokens -= 1.0
             self.acquired += 1
-            wait = -self._tokens / self.qps if self._tokens < 0 else 0.0
-        if wait > 0:
-            self.sleep(wait)
+            return -self._tokens / self.qps if self._tokens < 0 else 0.0
 
 
 @dataclass
@@ -86,6 +91,8 @@ class Connection:
     config: k8s_client.Configuration | None = None  # the loader's, for token refresh
     calls: CurlCalls | None = None  # request/response calls
     _token: str | None = None
+    _loop: CurlLoop | None = None
+    _executor: ThreadPoolExecutor | None = None
     _token_at: float = field(default=-1e18)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -106,7 +113,64 @@ class Connection:
             return self._token
 
     def close(self) -> None:
+        with self._lock:
+            loop, self._loop = self._loop, None
+            executor, self._executor = self._executor, None
+        if loop is not None:
+            loop.stop()
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
         self.pool.clear()
+
+    def call(self, method: str, url: str, data: bytes | None, headers: dict[str, str], timeout: float) -> Response:
+        """One request, answered in this thread: libcurl when it serves the setup, else urllib3.
+        Transport failures raise (pycurl.error / urllib3 errors)."""
+        if self.calls is not None:
+            return self.calls.request(method, url, data, headers, timeout)
+        resp = self.pool.request(
+            method, url, body=data, headers=headers,
+            timeout=urllib3.Timeout(connect=10.0, read=timeout), preload_content=True,
+        )
+        raw = "".join(f"{k}: {v}\r\n" for k, v in resp.headers.items()).encode("latin-1", "replace")
+        return Response(resp.status, resp.data, raw)
+
+    def submit(self, call: Call, max_active: int = 64) -> None:
+        """Send ``call`` without waiting for it: on the libcurl loop (HTTP/2 when the server
+        speaks it), or, when libcurl cannot serve the setup, on a few threads through urllib3."""
+        with self._lock:
+            if self.calls is not None:
+                if self._loop is None:
+                    self._loop = CurlLoop(self.calls.tls, max_active=max_active)
+                loop: CurlLoop | None = self._loop
+            else:
+                loop = None
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(max_active, thread_name_prefix="api-calls")
+                executor = self._executor
+        if loop is not None:
+            loop.submit(call)
+        else:
+            executor.submit(self._call_now, call)
+
+    def cancel(self, owner: object) -> list[Call]:
+        """``owner``'s calls not yet sent on the loop, taken back unsent."""
+        loop = self._loop
+        return loop.cancel(owner) if loop is not None else []
+
+    def _call_now(self, call: Call) -> None:
+        wait = call.not_before - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        if call.may_send is not None and not call.may_send():
+            deliver(call, None, Cancelled("not allowed to send any more"))
+            return
+        headers = dict(h.split(": ", 1) for h in call.headers)
+        try:
+            resp = self.call(call.method, call.url, call.body, headers, call.timeout)
+        except Exception as exc:  # noqa: BLE001 - transport failures go to the caller's handler
+            deliver(call, None, exc)
+            return
+        deliver(call, resp, None)
 
 
 def connect(
@@ -239,27 +303,61 @@ class Kube:
             self.limiter.acquire()
         data = None if body is None else orjson.dumps(body)
         url = self._url(path, params)
-        calls = self.conn.calls
         for attempt in (0, 1):
             headers = self._headers(content_type if data is not None else None, force_auth=attempt == 1)
-            if calls is not None:
-                r = calls.request(method, url, data, headers, self.request_timeout)
-                status, raw, got = r.status, r.body, r.headers
-            else:
-                resp = self.conn.pool.request(
-                    method,
-                    url,
-                    body=data,
-                    headers=headers,
-                    timeout=urllib3.Timeout(connect=10.0, read=self.request_timeout),
-                    preload_content=True,
-                )
-                status, raw, got = resp.status, resp.data, dict(resp.headers)
-            if status < 300:
-                return orjson.loads(raw) if raw else {}
-            if status != 401 or self.conn.config is None or attempt == 1:
-                raise _api_error(status, got, raw)
+            r = self.conn.call(method, url, data, headers, self.request_timeout)
+            if r.status < 300:
+                return orjson.loads(r.body) if r.body else {}
+            if r.status != 401 or self.conn.config is None or attempt == 1:
+                raise _api_error(r.status, r.headers, r.body)
         raise AssertionError("unreachable")
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        done: Callable[[dict[str, Any] | None, BaseException | None], None],
+        *,
+        delay: float = 0.0,
+        may_send: Callable[[], bool] | None = None,
+        owner: object = None,
+        max_active: int = 64,
+    ) -> None:
+        """``request`` without waiting: returns at once; ``done(answer, error)`` is called later
+        on the connection's call loop, with the JSON answer or the error ``request`` would have
+        raised (Cancelled when ``may_send`` said no right before sending). The rate limiter's
+        token is reserved now and the call goes out when it is due, after ``delay`` at least."""
+        if self.limiter is not None:
+            delay += self.limiter.reserve()
+        data = None if body is None else orjson.dumps(body)
+        url = self._url(path, None)
+        not_before = time.monotonic() + delay if delay > 0 else 0.0
+
+        def attempt(n: int) -> None:
+            headers = self._headers(JSON if data is not None else None, force_auth=n == 1)
+            self.conn.submit(
+                Call(method, url, data, [f"{k}: {v}" for k, v in headers.items()], self.request_timeout,
+                     lambda r, exc: answered(n, r, exc), not_before, may_send, owner),
+                max_active,
+            )
+
+        def answered(n: int, r: Response | None, exc: BaseException | None) -> None:
+            if r is None:
+                done(None, exc)
+            elif r.status < 300:
+                try:
+                    answer = orjson.loads(r.body) if r.body else {}
+                except orjson.JSONDecodeError as bad:
+                    done(None, bad)
+                    return
+                done(answer, None)
+            elif r.status == 401 and self.conn.config is not None and n == 0:
+                attempt(1)  # an exec plugin's token expired: refresh and try once more
+            else:
+                done(None, _api_error(r.status, r.headers, r.body))
+
+        attempt(0)
 
     def get(self, path: str, **params: Any) -> dict[str, Any]:
         return self.request("GET", path, params=params or None)

@@ -2,7 +2,9 @@
 
 ``submit`` runs on the scheduling loop and only *assumes* each pod on its node in the
 :class:`ClusterStore` (so the next session sees it Bound and the node's resources used) and
-queues the call. A bounded pool of workers sends the bindings under the shared QPS limiter.
+hands the call to the connection's call loop (:class:`~tidesched.kube.curl.CurlLoop`: one thread,
+up to ``--bind-workers`` calls in flight, HTTP/2 when the server speaks it) under the shared QPS
+limiter. Answers are handled on that loop:
 
 * 201 → the assumption stays until the watch shows ``spec.nodeName`` (or a TTL passes);
 * 409 → the pod is already bound: re-read it; bound to our node (a retry after a lost reply)
@@ -18,14 +20,14 @@ the API server refuses a second binding of a bound pod, so no pod is ever bound 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
-from tidesched.kube.api import Kube, error_message, is_transient, status_of
+from tidesched.kube.api import Cancelled, Kube, error_message, is_transient, status_of
 from tidesched.kube.status import EventRecorder
 from tidesched.kube.store import POD, ClusterStore
-from tidesched.kube.workers import WorkerPool
 
 log = logging.getLogger("tidesched.kube.binder")
 
@@ -37,7 +39,7 @@ class BindRequest:
     uid: str
 
 
-class Binder(WorkerPool[BindRequest]):
+class Binder:
     what = "bind"
 
     def __init__(
@@ -53,20 +55,29 @@ class Binder(WorkerPool[BindRequest]):
         on_result: Callable[[str, float], None] | None = None,
         may_send: Callable[[], bool] | None = None,
     ) -> None:
-        super().__init__("binder", workers, log, may_send)
         self.kube = kube
         self.store = store
         self.recorder = recorder
-        self.workers = workers
+        self.workers = workers  # calls in flight at once
         self.retries = retries
         self.retry_delay = retry_delay
         self.assume_ttl = assume_ttl
         self.on_result = on_result  # ("bound" | "error", seconds) for metrics
+        # Asked right before every call (the runner: "do we still lead?"). A no drops the bind
+        # unsent: nothing leaves a scheduler that lost its lease.
+        self.may_send = may_send
         self.bound = 0
         self.failed = 0
+        self.dropped = 0
+        self._in_flight = 0
+        self._lock = threading.Condition()
+        self._stopped = False
+
+    def start(self) -> None:
+        """Nothing to start: the connection's call loop starts with the first call."""
 
     def submit(self, binds: Mapping[str, str]) -> int:
-        """Assume and queue the session's binds; returns how many were queued. Pods already in
+        """Assume and send the session's binds; returns how many were sent. Pods already in
         flight, already bound or gone are skipped."""
         queued = 0
         for key, node in sorted(binds.items()):
@@ -76,14 +87,18 @@ class Binder(WorkerPool[BindRequest]):
             uid = str((pod.get("metadata") or {}).get("uid") or "")
             if not self.store.assume(key, node, uid):
                 continue
-            self._enqueue(BindRequest(key, node, uid))
+            with self._lock:
+                self._in_flight += 1
+            self._send(BindRequest(key, node, uid), 0, time.monotonic(), 0.0)
             queued += 1
         return queued
 
-    def _abandon(self, req: BindRequest) -> None:
-        self.store.forget(req.key)  # resources freed in the cache; the pod is pending again
+    # -- the calls and their answers (on the call loop) ------------------------------------
 
-    def _handle(self, req: BindRequest) -> None:
+    def _allowed(self) -> bool:
+        return not self._stopped and (self.may_send is None or self.may_send())
+
+    def _send(self, req: BindRequest, attempt: int, t0: float, delay: float) -> None:
         ns, name = req.key.split("/", 1)
         body = {
             "apiVersion": "v1",
@@ -92,34 +107,37 @@ class Binder(WorkerPool[BindRequest]):
             "metadata": {"name": name, "namespace": ns, **({"uid": req.uid} if req.uid else {})},
             "target": {"apiVersion": "v1", "kind": "Node", "name": req.node},
         }
-        t0 = time.monotonic()
-        last: BaseException | None = None
-        for attempt in range(self.retries + 1):
-            if self._drop_unsent(req):
-                return
-            try:
-                self.kube.post(f"/api/v1/namespaces/{ns}/pods/{name}/binding", body)
-                self._succeeded(req, t0)
-                return
-            except Exception as exc:  # noqa: BLE001 - classified below
-                last = exc
-                code = status_of(exc)
-                if code == 409 and self._bound_to_us(req, ns, name):
-                    self._succeeded(req, t0)  # our earlier attempt went through; its reply was lost
-                    return
-                if not is_transient(exc) or attempt == self.retries:
-                    break
-                time.sleep(self.retry_delay * (2**attempt))
-        self._failed(req, last, t0)
+        self.kube.send(
+            "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body,
+            lambda _, exc: self._answered(req, attempt, t0, exc),
+            delay=delay, may_send=self._allowed, owner=self, max_active=self.workers,
+        )
 
-    def _bound_to_us(self, req: BindRequest, ns: str, name: str) -> bool:
-        try:
-            pod = self.kube.get(f"/api/v1/namespaces/{ns}/pods/{name}")
-        except Exception:  # noqa: BLE001 - unknown: treat as failure, the watch will tell
-            return False
-        return (pod.get("spec") or {}).get("nodeName") == req.node and (
+    def _answered(self, req: BindRequest, attempt: int, t0: float, exc: BaseException | None) -> None:
+        if exc is None:
+            self._succeeded(req, t0)
+        elif isinstance(exc, Cancelled):
+            self._drop(req)
+        elif status_of(exc) == 409:
+            # Already bound: by our own earlier attempt whose reply was lost, or by someone else.
+            ns, name = req.key.split("/", 1)
+            self.kube.send(
+                "GET", f"/api/v1/namespaces/{ns}/pods/{name}", None,
+                lambda pod, _: self._conflict(req, t0, exc, pod), owner=self, max_active=self.workers,
+            )
+        elif is_transient(exc) and attempt < self.retries:
+            self._send(req, attempt + 1, t0, self.retry_delay * (2**attempt))
+        else:
+            self._failed(req, exc, t0)
+
+    def _conflict(self, req: BindRequest, t0: float, exc: BaseException, pod: dict[str, Any] | None) -> None:
+        ours = pod is not None and (pod.get("spec") or {}).get("nodeName") == req.node and (
             not req.uid or (pod.get("metadata") or {}).get("uid") == req.uid
         )
+        if ours:
+            self._succeeded(req, t0)  # our earlier attempt went through; its reply was lost
+        else:
+            self._failed(req, exc, t0)
 
     def _succeeded(self, req: BindRequest, t0: float) -> None:
         self.store.finish_binding(req.key, self.assume_ttl)
@@ -128,6 +146,7 @@ class Binder(WorkerPool[BindRequest]):
             self.on_result("bound", time.monotonic() - t0)
         if self.recorder is not None:
             self.recorder.record_scheduled(req.key, req.node)
+        self._done()
 
     def _failed(self, req: BindRequest, exc: BaseException | None, t0: float) -> None:
         self.store.forget(req.key)
@@ -146,3 +165,45 @@ class Binder(WorkerPool[BindRequest]):
                 "FailedScheduling",
                 f"Binding rejected: binding {req.key} to node {req.node}: {msg}",
             )
+        self._done()
+
+    def _drop(self, req: BindRequest) -> None:
+        """Given up unsent: the pod is pending again in the cache."""
+        self.store.forget(req.key)
+        self.dropped += 1
+        self._done()
+
+    def _done(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self._lock.notify_all()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def pending(self) -> int:
+        with self._lock:
+            return self._in_flight
+
+    def drain(self, timeout: float) -> bool:
+        """Wait for every bind sent to be answered (SIGTERM)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._in_flight:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+        return True
+
+    def cancel_queued(self) -> int:
+        """Leadership lost: take back the binds not yet sent and forget their pods. (Those about
+        to be sent are stopped by ``may_send``.)"""
+        calls = self.kube.conn.cancel(self)
+        for call in calls:
+            call.done(None, Cancelled("leadership lost"))
+        return len(calls)
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Send nothing more; binds not yet sent are dropped as they come due."""
+        self._stopped = True
+        self.cancel_queued()
