@@ -111,7 +111,6 @@ class Call:
     may_send: Callable[[], bool] | None = None  # asked right before sending
     owner: object = None  # lets an owner cancel its unsent calls
     out: BytesIO = field(default_factory=BytesIO)
-    head: BytesIO = field(default_factory=BytesIO)
 
 
 class CurlLoop:
@@ -134,6 +133,7 @@ class CurlLoop:
         os.set_blocking(self._wake_w, False)
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._sleeping = False  # the loop waits in select: a new call must wake it
 
     # -- any thread -------------------------------------------------------------------------
 
@@ -150,7 +150,9 @@ class CurlLoop:
         if stopped:
             call.done(None, Cancelled("the call loop is stopped"))
             return
-        self._wake()
+        if self._sleeping:  # a busy loop takes new calls on its next turn: no syscall per call
+            self._sleeping = False
+            self._wake()
 
     def cancel(self, owner: object) -> list[Call]:
         """Take back ``owner``'s calls not yet sent; their ``done`` is not called."""
@@ -209,8 +211,9 @@ class CurlLoop:
                     # multiplexes rather than opening its own; plain HTTP is HTTP/1.1 only, where
                     # waiting would hold every call behind the first answer.
                     c.setopt(pycurl.PIPEWAIT, 1 if call.url.startswith("https:") else 0)
+                    # No header callback: it would take the GIL once per header line while the
+                    # session thread holds it. Calls on the loop get the status and the body.
                     c.setopt(pycurl.WRITEDATA, call.out)
-                    c.setopt(pycurl.HEADERFUNCTION, call.head.write)
                     active[c] = call
                     multi.add_handle(c)
                 while multi.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
@@ -222,7 +225,7 @@ class CurlLoop:
                         call = active.pop(c)
                         status = int(c.getinfo(pycurl.RESPONSE_CODE))
                         free.append(c)
-                        deliver(call, Response(status, call.out.getvalue(), call.head.getvalue()), None)
+                        deliver(call, Response(status, call.out.getvalue(), b""), None)
                     for c, code, message in failed:
                         multi.remove_handle(c)
                         call = active.pop(c)
@@ -262,10 +265,17 @@ class CurlLoop:
             timeout = min(timeout, max(0.0, next_due - time.monotonic()))
         if timeout > 0:
             r, w, x = multi.fdset()
+            self._sleeping = True
+            # A call submitted between the check above and here has set nothing yet: look again.
+            with self._lock:
+                if self._waiting and room and self._waiting[0][0] <= time.monotonic():
+                    timeout = 0.0
             try:
-                select.select([*r, self._wake_r], w, x, timeout)
+                if timeout > 0:
+                    select.select([*r, self._wake_r], w, x, timeout)
             except (OSError, ValueError):
                 time.sleep(min(timeout, 0.001))
+            self._sleeping = False
         try:
             while os.read(self._wake_r, 4096):
                 pass
