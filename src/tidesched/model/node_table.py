@@ -17,7 +17,7 @@ leaves it out, so queue and cluster totals hold the same dimensions as Volcano's
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -64,22 +64,44 @@ class NodeTable:
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.max_pods = np.array([node.allocatable.max_task_num for node in self.nodes], dtype=np.int64)
         self.tasks: list[dict[str, TaskInfo]] = [{} for _ in range(n)]
+        self._own_rows: set[int] = set(range(n))  # rows of ``tasks`` no copy shares
         # Rows changed so far, in order: per-row caches catch up from their last position.
         self.change_log: list[int] = []
         self._row_caches: dict[object, list] = {}
+        # What plugins derive from the nodes alone (label and taint indexes, static filter
+        # masks), shared by every copy of this table: built once per node set, not per session.
+        self.shared: dict[object, Any] = {}
 
     def copy(self) -> "NodeTable":
-        """A table a session may change: own usage arrays and per-node task maps; the nodes,
-        dimensions and allocatable are shared (nothing changes them)."""
+        """A table a session may change: own usage arrays; the nodes, dimensions, allocatable
+        and ``shared`` are shared (nothing changes them). Per-node task maps are copied when
+        either table first changes a row (copy on write), so a copy costs O(nodes) pointers."""
         new = NodeTable.__new__(NodeTable)
-        for name in ("nodes", "names", "index", "dims", "pods_col", "dim_index", "allocatable", "max_pods"):
+        for name in ("nodes", "names", "index", "dims", "pods_col", "dim_index", "allocatable", "max_pods", "shared"):
             setattr(new, name, getattr(self, name))
         for name in ("used", "releasing", "pipelined", "idle", "future_idle", "pod_count"):
             setattr(new, name, getattr(self, name).copy())
-        new.tasks = [dict(row) for row in self.tasks]
+        new.tasks = list(self.tasks)
+        new._own_rows = set()
+        self._own_rows = set()
         new.change_log = []
         new._row_caches = {}
         return new
+
+    def memo(self, key: object, build: Callable[[], Any]) -> Any:
+        """``shared[key]``, built on first use: for data that depends on the nodes only."""
+        try:
+            return self.shared[key]
+        except KeyError:
+            value = self.shared[key] = build()
+            return value
+
+    def _row(self, i: int) -> dict[str, TaskInfo]:
+        """Row ``i``'s task map, made this table's own before a change."""
+        if i not in self._own_rows:
+            self.tasks[i] = dict(self.tasks[i])
+            self._own_rows.add(i)
+        return self.tasks[i]
 
     def __len__(self) -> int:
         return len(self.names)
@@ -186,7 +208,7 @@ class NodeTable:
         else:
             self.used[i] += vec
         self.pod_count[i] += 1
-        self.tasks[i][task.uid] = task
+        self._row(i)[task.uid] = task
         self._refresh(i)
 
     def remove_task(self, i: int, task: TaskInfo) -> None:
@@ -200,7 +222,7 @@ class NodeTable:
         else:
             self.used[i] -= vec
         self.pod_count[i] -= 1
-        self.tasks[i].pop(task.uid, None)
+        self._row(i).pop(task.uid, None)
         self._refresh(i)
 
     def totals(self) -> Resource:

@@ -34,6 +34,7 @@ from tidesched.k8s import scoring
 from tidesched.k8s.node_index import NodeLabelIndex
 from tidesched.k8s.selectors import SelectorError, affinity_term_namespaces, compile_label_selector
 from tidesched.k8s.taints import TaintIndex
+from tidesched.plugins.predicates import node_labels, node_taints
 
 if TYPE_CHECKING:
     from tidesched.framework.config import Arguments
@@ -137,14 +138,13 @@ class NodeOrderPlugin(Plugin):
     @property
     def labels(self) -> NodeLabelIndex:
         if self._labels is None:
-            t = self.ssn.table
-            self._labels = NodeLabelIndex(t.names, [n.meta.labels for n in t.nodes])
+            self._labels = node_labels(self.ssn.table)
         return self._labels
 
     @property
     def taints(self) -> TaintIndex:
         if self._taints is None:
-            self._taints = TaintIndex([list(n.taints) for n in self.ssn.table.nodes], errors=[])
+            self._taints = node_taints(self.ssn.table)[0]
         return self._taints
 
     def score(self, task: "TaskInfo", idx: np.ndarray) -> np.ndarray:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from tidesched.framework.config import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
+    from tidesched.model.node_table import NodeTable
 
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -52,6 +53,21 @@ REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 REASON_INVALID = "pod has an invalid node selector or affinity"
+
+
+def node_labels(table: "NodeTable") -> NodeLabelIndex:
+    """The nodes' label index, one per node set (shared by predicates and nodeorder)."""
+    return table.memo("labels", lambda: NodeLabelIndex(table.names, [n.meta.labels for n in table.nodes]))
+
+
+def node_taints(table: "NodeTable") -> tuple[TaintIndex, list[str]]:
+    """The nodes' taint index and the malformed taints it skipped, one per node set."""
+
+    def build() -> tuple[TaintIndex, list[str]]:
+        errors: list[str] = []
+        return TaintIndex([list(n.taints) for n in table.nodes], errors=errors), errors
+
+    return table.memo("taints", build)
 
 
 def template_key(task: "TaskInfo") -> str:
@@ -101,13 +117,17 @@ class PredicatesPlugin(Plugin):
     def on_session_open(self, ssn: "Session") -> None:
         table = ssn.table
         self.ssn = ssn
-        self.labels = NodeLabelIndex(table.names, [n.meta.labels for n in table.nodes])
-        taint_errors: list[str] = []
-        self.taints = TaintIndex([list(n.taints) for n in table.nodes], errors=taint_errors)
+        # Node-derived indexes and static masks live as long as the node set (table.shared).
+        self.labels = node_labels(table)
+        self.taints, taint_errors = node_taints(table)
         for msg in taint_errors:
             ssn.event("Node", "", "", "Warning", "InvalidTaint", msg)
-        self.unschedulable = np.array([n.unschedulable for n in table.nodes], dtype=bool)
-        self._static: dict[str, tuple[np.ndarray, list[NodeFailure]]] = {}
+        self.unschedulable = table.memo(
+            "unschedulable", lambda: np.array([n.unschedulable for n in table.nodes], dtype=bool)
+        )
+        self._static: dict[str, tuple[np.ndarray, list[NodeFailure]]] = table.memo(
+            ("predicates.static", self.node_affinity_on, self.taints_on), dict
+        )
         # Placed pods with required anti-affinity: their terms constrain every newcomer.
         self._anti_holders = self._find_anti_holders()
         # Pods evicted this session, by uid -> row: Volcano's predicates drop a pod from its
@@ -160,6 +180,7 @@ class PredicatesPlugin(Plugin):
                 reason = f"{REASON_INVALID}: {exc}"
             failed = passed & ~mask
             if failed.any():
+                failed.flags.writeable = False
                 failures.append(NodeFailure(reason, failed, True))
             passed &= mask
         if self.taints_on:
@@ -171,6 +192,7 @@ class PredicatesPlugin(Plugin):
                 reason = f"pod has invalid tolerations: {exc}"
             failed = passed & ~mask
             if failed.any():
+                failed.flags.writeable = False
                 failures.append(NodeFailure(reason, failed, True))
             passed &= mask
         passed.flags.writeable = False
