@@ -10,7 +10,7 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -246,6 +246,35 @@ def _amount(resource: str, value: float) -> str:
 # -- Simulator (issue 5): simulate ------------------------------------------------------------
 
 
+def _trace_scenario(
+    trace: Path, pods: str | None, compression: float, fill: bool, limit: int | None, seed: int,
+    config: Path | None,
+) -> Any:
+    """The scenario of ``simulate --trace``: the pod list found as given, in the trace directory or
+    in its csv/ directory."""
+    from tidesched.sim import ScenarioError
+    from tidesched.sim.trace import TraceError, trace_scenario
+
+    if not (trace / "csv").is_dir():
+        _fail(f"{trace}: not a trace directory (no csv/ in it)")
+    source = trace
+    if pods is not None:
+        found = [p for p in (trace / pods, trace / "csv" / pods, Path(pods)) if p.is_file()]
+        if not found:
+            _fail(f"pod list {pods!r} not found in {trace}, {trace / 'csv'} or as a path")
+        source = found[0]
+    if compression <= 0:
+        _fail(f"--compression must be positive, got {compression}")
+    try:
+        sc, _summary = trace_scenario(
+            source, fill=fill, time_compression=compression, limit=limit, seed=seed, config_path=config,
+            name=f"trace {trace.name}" + (f" ({Path(pods).name})" if pods else ""),
+        )
+    except (TraceError, ScenarioError, ConfigError, OSError) as exc:
+        _fail(str(exc))
+    return sc
+
+
 @app.command("simulate")
 def simulate_cmd(
     scenario: Annotated[
@@ -265,18 +294,43 @@ def simulate_cmd(
         Optional[bool],
         typer.Option("--progress/--no-progress", help="Progress bar (default: on a terminal)."),
     ] = None,
+    trace: Annotated[
+        Optional[Path],
+        typer.Option("--trace", help="Replay a trace directory in the Alibaba GPU v2023 layout (csv/) instead of a scenario."),
+    ] = None,
+    pods: Annotated[
+        Optional[str],
+        typer.Option("--pods", help="The trace's pod list (default: openb_pod_list_default.csv); in DIR, DIR/csv or a path."),
+    ] = None,
+    compression: Annotated[
+        float, typer.Option("--compression", help="Divide the trace's arrival gaps and run times by this.")
+    ] = 1.0,
+    fill: Annotated[
+        bool, typer.Option("--fill/--no-fill", help="Submit every trace pod at t=0 (as FGD does) instead of at its arrival time.")
+    ] = False,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N pods of the trace.")] = None,
 ) -> None:
-    """Simulate a scenario over time; write result.json and report.html; exit 1 if an invariant broke."""
+    """Simulate a scenario (or a trace) over time; write result.json and report.html; exit 1 if an
+    invariant broke."""
     import os
 
     from tidesched.sim import ScenarioError, bundled_example, load_scenario, result_json, run, summary_lines
 
-    path = scenario if scenario is not None else bundled_example()
-    try:
-        sc = load_scenario(path, config)
-    except (ScenarioError, ConfigError) as exc:
-        _fail(str(exc))
-        return
+    if trace is not None:
+        if scenario is not None:
+            _fail("give a scenario or --trace, not both")
+            return
+        sc = _trace_scenario(trace, pods, compression, fill, limit, seed, config)
+    else:
+        if pods is not None or limit is not None or fill or compression != 1.0:
+            _fail("--pods, --limit, --fill and --compression apply to --trace only")
+            return
+        path = scenario if scenario is not None else bundled_example()
+        try:
+            sc = load_scenario(path, config)
+        except (ScenarioError, ConfigError) as exc:
+            _fail(str(exc))
+            return
     for w in sc.warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
     show = progress if progress is not None else (out.is_terminal and not os.environ.get("CI"))
@@ -289,7 +343,8 @@ def simulate_cmd(
             task = bar.add_task("", total=total)
 
             def tick(t: float, end: float | None) -> None:
-                bar.update(task, completed=t if end else None, description=f"t={t / 3600:.2f}h")
+                when = f"t={t / 86400:.1f}d" if t >= 2 * 86400 else f"t={t / 3600:.2f}h"
+                bar.update(task, completed=t if end else None, description=when)
 
             sim = run(sc, seed=seed, progress=tick)
     else:

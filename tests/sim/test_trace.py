@@ -367,3 +367,55 @@ def test_trace_scenario_is_ready_to_run(tmp_path: Path) -> None:
     assert isinstance(scenario, sc.Scenario) and scenario.name == "t" and scenario.schedule_period == 2.0
     assert len(scenario.objects) == 4 + 2  # nodes + queues
     assert len([e for e in scenario.events if e.action == "submit"]) == summary.pods == 6
+
+
+# -- simulate --trace (the command line) --------------------------------------------------------
+
+
+def test_simulate_trace_from_the_command_line(tmp_path: Path) -> None:
+    """The command replays exactly what the library replays for the same options."""
+    from typer.testing import CliRunner
+
+    from tidesched.cli import app
+    from tidesched.sim.runner import result_json, run
+
+    trace = write_trace(tmp_path / "trace")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["simulate", "--trace", str(trace), "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    expected, _ = tr.trace_scenario(trace, name="trace trace")
+    assert (out / "result.json").read_text() == result_json(run(expected).result)
+    assert json.loads((out / "result.json").read_text())["summary"]["pods_bound"] >= 4
+    assert (out / "report.html").stat().st_size > 0
+    # --pods names another list in csv/; --limit, --fill and --compression reach the loader.
+    (trace / "csv" / "two.csv").write_text(POD_HEADER + "\n".join(PODS.splitlines()[1:4]) + "\n")
+    args = ["--pods", "two.csv", "--limit", "2", "--fill", "--compression", "10", "--seed", "3"]
+    res = CliRunner().invoke(app, ["simulate", "--trace", str(trace), *args, "--out", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    expected, summary = tr.trace_scenario(
+        trace / "csv" / "two.csv", limit=2, fill=True, time_compression=10, seed=3, name="trace trace (two.csv)"
+    )
+    assert summary.pods == 2
+    assert (out / "result.json").read_text() == result_json(run(expected, seed=3).result)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--pods", "missing.csv"], "not found"),
+        (["--compression", "0"], "must be positive"),
+        (["--limit", "-1"], "limit"),
+    ],
+)
+def test_simulate_trace_refuses_bad_options_with_a_message(tmp_path: Path, args: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from tidesched.cli import app
+
+    trace = write_trace(tmp_path / "trace")
+    res = CliRunner().invoke(app, ["simulate", "--trace", str(trace), "--out", str(tmp_path / "o"), *args])
+    assert res.exit_code == 2 and message in res.output
+    res = CliRunner().invoke(app, ["simulate", "--trace", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "not a trace directory" in res.output
+    res = CliRunner().invoke(app, ["simulate", "--limit", "3", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "--trace only" in res.output
