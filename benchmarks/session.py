@@ -3,7 +3,8 @@
 Generates N nodes (in 4 zones and 2 node pools), M pending pods in gang jobs of mixed sizes
 (1–16 pods, minMember = size) spread over several queues, with a node selector on about a
 third of the pods, then times one session (open + enqueue + allocate + backfill + close) and
-reports pods placed per second. Run by hand:
+reports pods placed per second. The config is Volcano's default plugins with every scorer on:
+nodeorder with all its weights non-zero, and binpack. Run by hand:
 
     .venv/bin/python benchmarks/session.py                # N = 1,000 / 5,000 / 10,000
     .venv/bin/python benchmarks/session.py --nodes 5000 --pods 20000
@@ -34,6 +35,9 @@ tiers:
   - name: predicates
   - name: proportion
   - name: nodeorder
+    arguments:
+      mostrequested.weight: 1  # every nodeorder scorer on (Volcano leaves this one at 0)
+  - name: binpack
 """
 
 GANG_SIZES = [1, 1, 2, 4, 4, 8, 16]

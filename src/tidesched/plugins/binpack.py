@@ -15,7 +15,8 @@ Hook registered (only when ``binpack.weight`` ≠ 0):
   its weight still counts in the divisor. If the task would push any weighted resource
   above the node's allocatable, the node scores 0 altogether. ``used`` is what the node
   has charged now (running, bound, allocated and releasing pods, not pipelined ones), so a
-  task already placed on the node counts itself. Computed for all candidate rows at once.
+  task already placed on the node counts itself. Computed for every node once per request
+  shape and session, then only for the rows that changed since (``NodeTable.row_cached``).
 """
 
 from __future__ import annotations
@@ -94,24 +95,29 @@ class BinpackPlugin(Plugin):
 
         def score(task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
             col_idx, present, weights, weight_sum = shape_of(task)
-            out = np.zeros(len(idx))
             if not len(col_idx):
-                return out
+                return np.zeros(len(idx))
             assert task.req_vec is not None
             w = weights[present]
             req = task.req_vec[col_idx]
-            alloc = table.allocatable[np.ix_(idx, col_idx)]
-            final = table.used[np.ix_(idx, col_idx)] + req
-            scored = (alloc != 0) & (w != 0)
-            safe = np.where(scored, alloc, 1.0)
-            terms = np.where(scored, final * w / safe, 0.0)
-            out = terms.sum(axis=1)
-            if weight_sum > 0:
-                out /= weight_sum
-            out *= scale
-            # A weighted resource the node cannot hold disqualifies the node entirely.
-            over = (scored & (final > alloc)).any(axis=1)
-            out[over] = 0.0
-            return out
+
+            def compute(rows: np.ndarray | None) -> np.ndarray:
+                sel = slice(None) if rows is None else rows
+                alloc = table.allocatable[sel][:, col_idx]
+                final = table.used[sel][:, col_idx] + req
+                scored = (alloc != 0) & (w != 0)
+                safe = np.where(scored, alloc, 1.0)
+                out = np.where(scored, final * w / safe, 0.0).sum(axis=1)
+                if weight_sum > 0:
+                    out /= weight_sum
+                out *= scale
+                # A weighted resource the node cannot hold disqualifies the node entirely.
+                out[(scored & (final > alloc)).any(axis=1)] = 0.0
+                return out
+
+            # Every node's score for this request, kept per request and updated only for the
+            # rows that changed since (as nodeorder does): gang members and replicas share it.
+            key = ("binpack", id(self), col_idx.tobytes(), req.tobytes())
+            return table.row_cached(key, compute)[idx]
 
         ssn.add_fn("node_order", self.name, score)
