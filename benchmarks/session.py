@@ -8,12 +8,16 @@ nodeorder with all its weights non-zero, and binpack. Run by hand:
 
     .venv/bin/python benchmarks/session.py                # N = 1,000 / 5,000 / 10,000
     .venv/bin/python benchmarks/session.py --nodes 5000 --pods 20000
+    .venv/bin/python benchmarks/session.py --scaling      # up to 20,000 nodes × 100,000 pods
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import resource
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -41,6 +45,7 @@ tiers:
 """
 
 GANG_SIZES = [1, 1, 2, 4, 4, 8, 16]
+SCALING = [(1000, 5000), (5000, 20000), (10000, 50000), (20000, 100000)]
 
 
 def generate(n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1) -> list[dict[str, Any]]:
@@ -115,10 +120,12 @@ def run(n_nodes: int, n_pods: int) -> None:
     t3 = time.perf_counter()
     placed = len(decisions.bound)
     session = t3 - t1
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(
         f"nodes={n_nodes:>6} pending={n_pods:>6}  parse={t1 - t0:6.2f}s  open={t2 - t1:5.2f}s  "
         f"actions+close={t3 - t2:6.2f}s  session={session:6.2f}s  placed={placed:>6}  "
-        f"pods/s={placed / session:8.0f}"
+        f"pods/s={placed / session:8.0f}  peak RSS={rss:6.0f} MiB",
+        flush=True,
     )
 
 
@@ -126,7 +133,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, nargs="*", default=[1000, 5000, 10000])
     ap.add_argument("--pods", type=int, default=20000)
+    ap.add_argument(
+        "--scaling", action="store_true",
+        help="the scaling table: 1,000 × 5,000 up to 20,000 × 100,000, each size in its own process (peak RSS per size)",
+    )
     args = ap.parse_args()
+    if args.scaling:
+        for n, m in SCALING:
+            subprocess.run([sys.executable, __file__, "--nodes", str(n), "--pods", str(m)], check=True)
+        return
     tune_gc()  # as the command line does
     for n in args.nodes:
         run(n, args.pods)
