@@ -535,8 +535,10 @@ def summary_lines(run_: SimulationRun) -> list[str]:
             return "-"
         return f"{v:.0f}s" if v < 120 else (f"{v / 60:.1f}min" if v < 7200 else f"{v / 3600:.1f}h")
 
+    days = r["duration"] / 86400
+    simulated = f"{days:.1f} days" if days >= 2 else f"{r['duration'] / 3600:.2f} h"
     lines = [
-        f"scenario {r['scenario']}: {r['duration'] / 3600:.2f} h simulated, {s['sessions']} sessions, "
+        f"scenario {r['scenario']}: {simulated} simulated, {s['sessions']} sessions, "
         f"{len(r['steps'])} steps recorded, seed {r['seed']}",
         f"pods bound {s['pods_bound']}, evicted {s['pods_evicted']} (reclaim {s['reclaims']}, "
         f"preempt {s['preemptions']}); jobs completed {s['jobs_completed']}, failed {s['jobs_failed']}, "
