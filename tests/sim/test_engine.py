@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from tidesched.cli import app
 from tidesched.framework.session import Decisions
-from tidesched.sim import result_json, run, simulate
+from tidesched.sim import bundled_example, result_json, run, simulate
 from tidesched.sim import runner as sim_runner
 from tidesched.sim.scenario import Scenario, load_scenario
 
@@ -267,6 +267,35 @@ def test_fast_forward_skips_idle_time(tmp_path: Path) -> None:
     assert sim.sessions < 10
     assert len(sim.result["steps"]) < 10
     assert sim.result["jobs"][0]["finished"] == 864001.0
+
+
+def changes(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps at which the recorded picture changed (repeats of the last one dropped)."""
+    out: list[dict[str, Any]] = []
+    for step in steps:
+        if not out or {k: v for k, v in step.items() if k != "t"} != {k: v for k, v in out[-1].items() if k != "t"}:
+            out.append(step)
+    return out
+
+
+def test_skipping_idle_sessions_decides_exactly_what_a_session_every_period_decides() -> None:
+    """Sessions are deterministic, so one skipped because nothing changed would have decided
+    nothing: a run that holds a session at every period makes the same binds, evictions and
+    reclaims at the same times and records the same steps, in many more sessions."""
+    def tidal_day() -> Scenario:  # the bundled example: inference reclaims cards from training
+        sc = load_scenario(bundled_example())
+        sc.schedule_period = 300.0  # a session every 5 minutes keeps the reference run short
+        return sc
+
+    skipping = run(tidal_day())
+    every = run(tidal_day(), skip_idle=False)
+    assert every.sessions == 24 * 12 + 1 and skipping.sessions < every.sessions // 3
+    a, b = skipping.result, every.result
+    assert a["jobs"] == b["jobs"]
+    assert changes(a["steps"]) == changes(b["steps"])  # heartbeat steps fall on other periods
+    same = ("pods_bound", "pods_evicted", "reclaims", "preemptions", "jobs_completed", "jobs_never_started", "mean_wait")
+    assert {k: a["summary"][k] for k in same} == {k: b["summary"][k] for k in same}
+    assert a["summary"]["reclaims"] > 0  # the run has decisions to get wrong
 
 
 def test_open_ended_scenario_stops_when_nothing_is_left(tmp_path: Path) -> None:
