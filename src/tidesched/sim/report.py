@@ -36,7 +36,9 @@ from typing import Any
 
 import numpy as np
 
-MAX_POINTS = 2000
+# Points per series on the page: a panel is a few hundred pixels wide, and a 149-day trace with
+# twenty card models must still give a page of about a megabyte that opens at once.
+MAX_POINTS = 600
 MAX_CARD_PANELS = 24
 MAX_QUEUE_PANELS = 40
 MAX_TABLE_ROWS = 25
