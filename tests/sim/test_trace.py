@@ -419,3 +419,42 @@ def test_simulate_trace_refuses_bad_options_with_a_message(tmp_path: Path, args:
     assert res.exit_code == 2 and "not a trace directory" in res.output
     res = CliRunner().invoke(app, ["simulate", "--limit", "3", "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "--trace only" in res.output
+
+
+def test_a_scenario_file_names_a_trace(tmp_path: Path) -> None:
+    """``trace:`` in a scenario reads the trace as --trace does, beside the scenario's own
+    settings, objects and events."""
+    from tidesched.sim.runner import run
+
+    write_trace(tmp_path / "trace")
+    (tmp_path / "scenario.yaml").write_text(
+        "name: replay\nschedulePeriod: 2s\nduration: 2h\n"
+        "trace: {dir: trace, limit: 4, compression: 2}\n"
+        "events:\n- {at: 10m, cordon: {name: n-v100}}\n"
+    )
+    sc_ = sc.load_scenario(tmp_path / "scenario.yaml")
+    assert sc_.name == "replay" and sc_.schedule_period == 2.0 and sc_.duration == 7200.0
+    expected, summary = tr.trace_scenario(tmp_path / "trace", limit=4, time_compression=2)
+    assert summary.pods == 4
+    assert [m.obj for m in sc_.objects] == [m.obj for m in expected.objects]
+    assert len(sc_.events) == len(expected.events) + 1  # the trace's, and the cordon
+    assert run(sc_).result["summary"]["pods_bound"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("trace", "message"),
+    [
+        ("{dir: nowhere}", "not a trace directory"),
+        ("{dir: trace, pods: missing.csv}", "not found"),
+        ("{dir: trace, compression: 0}", "positive number"),
+        ("{dir: trace, limit: -2}", "non-negative integer"),
+        ("{dir: trace, speed: 2}", "unknown key"),
+        ("[trace]", "expected a mapping"),
+    ],
+)
+def test_a_bad_trace_entry_is_refused_with_its_field(tmp_path: Path, trace: str, message: str) -> None:
+    write_trace(tmp_path / "trace")
+    (tmp_path / "scenario.yaml").write_text(f"name: replay\ntrace: {trace}\n")
+    with pytest.raises(sc.ScenarioError, match=message) as err:
+        sc.load_scenario(tmp_path / "scenario.yaml")
+    assert "trace" in str(err.value)

@@ -74,7 +74,9 @@ _TOP_KEYS = {
     "manifests",
     "objects",
     "events",
+    "trace",
 }
+_TRACE_KEYS = {"dir", "pods", "compression", "fill", "limit", "seed"}
 _SCHEDULER_KEYS = {"config", "configFile", "names"}
 
 ACTIONS = (
@@ -524,6 +526,52 @@ def _event_entry(raw: Any, source: str, base_dir: Path | None, warnings: list[st
 # Loading
 
 
+def _trace_entry(raw: Any, where: str, base_dir: Path | None) -> tuple[list[Manifest], list[TimedEvent]]:
+    """``trace: {dir, pods, compression, fill, limit, seed}``: a trace in the Alibaba GPU v2023
+    layout, as ``tidesched simulate --trace`` reads it (``dir`` relative to the scenario file)."""
+    from tidesched.sim.trace import TraceError, load_trace
+
+    if isinstance(raw, str):
+        raw = {"dir": raw}
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(f"{where}: expected a mapping with dir (and pods, compression, fill, limit, seed)")
+    unknown = sorted(set(map(str, raw)) - _TRACE_KEYS)
+    if unknown:
+        raise ScenarioError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(_TRACE_KEYS))})")
+    if not isinstance(raw.get("dir"), str):
+        raise ScenarioError(f"{where}.dir: expected the trace directory's path")
+    base = Path(raw["dir"])
+    if not base.is_absolute() and base_dir is not None:
+        base = base_dir / base
+    if not (base / "csv").is_dir():
+        raise ScenarioError(f"{where}.dir: {base} is not a trace directory (no csv/ in it)")
+    source = base
+    pods = raw.get("pods")
+    if pods is not None:
+        if not isinstance(pods, str):
+            raise ScenarioError(f"{where}.pods: expected a file name")
+        found = [q for q in (base / pods, base / "csv" / pods) if q.is_file()]
+        if not found:
+            raise ScenarioError(f"{where}.pods: {pods!r} not found in {base} or {base / 'csv'}")
+        source = found[0]
+    compression = raw.get("compression", 1.0)
+    if isinstance(compression, bool) or not isinstance(compression, (int, float)) or not compression > 0:
+        raise ScenarioError(f"{where}.compression: expected a positive number, got {compression!r}")
+    fill = raw.get("fill", False)
+    if not isinstance(fill, bool):
+        raise ScenarioError(f"{where}.fill: expected true or false, got {fill!r}")
+    limit, seed = raw.get("limit"), raw.get("seed", 0)
+    for key, value in (("limit", limit), ("seed", seed)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ScenarioError(f"{where}.{key}: expected a non-negative integer, got {value!r}")
+    try:
+        objects, events = load_trace(source, time_compression=float(compression), fill=fill, limit=limit, seed=seed)
+    except (TraceError, OSError) as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+    text = str(source)
+    return [Manifest(f"{text}: {o['kind']} {o['metadata']['name']}", o) for o in objects], events
+
+
 def _setting(doc: Mapping[str, Any], key: str, default: Any, source: str) -> Any:
     if key not in doc or doc[key] is None:
         return default
@@ -612,6 +660,12 @@ def scenario_from_mapping(
     events = [
         _event_entry(raw, f"{source}: events[{i}]", base_dir, warnings) for i, raw in enumerate(raw_events)
     ]
+    if doc.get("trace") is not None:
+        # The trace's nodes, queues and submissions come first; the scenario's own objects and
+        # events add to them (and may replace a trace object by name).
+        trace_objects, trace_events = _trace_entry(doc["trace"], f"{source}: trace", base_dir)
+        objects = trace_objects + objects
+        events = trace_events + events
     max_gap = _setting(doc, "maxIdleGap", None, source)
     return Scenario(
         name=name,
