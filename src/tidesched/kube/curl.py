@@ -206,16 +206,21 @@ class CurlLoop:
                         deliver(call, None, Cancelled("not allowed to send any more"))
                         continue
                     c = free.pop() if free else self._new_handle()
-                    _set_request(c, call.method, call.url, call.body, call.headers, call.timeout)
-                    # Over TLS a new call waits for the handshake to tell whether the connection
-                    # multiplexes rather than opening its own; plain HTTP is HTTP/1.1 only, where
-                    # waiting would hold every call behind the first answer.
-                    c.setopt(pycurl.PIPEWAIT, 1 if call.url.startswith("https:") else 0)
-                    # No header callback: it would take the GIL once per header line while the
-                    # session thread holds it. Calls on the loop get the status and the body.
-                    c.setopt(pycurl.WRITEDATA, call.out)
+                    try:
+                        _set_request(c, call.method, call.url, call.body, call.headers, call.timeout)
+                        # Over TLS a new call waits for the handshake to tell whether the
+                        # connection multiplexes rather than opening its own; plain HTTP is
+                        # HTTP/1.1 only, where waiting would hold every call behind the first.
+                        c.setopt(pycurl.PIPEWAIT, 1 if call.url.startswith("https:") else 0)
+                        # No header callback: it would take the GIL once per header line while
+                        # the session thread holds it. Calls on the loop get status and body.
+                        c.setopt(pycurl.WRITEDATA, call.out)
+                        multi.add_handle(c)
+                    except Exception as exc:  # noqa: BLE001 - this call fails, the loop goes on
+                        c.close()
+                        deliver(call, None, exc)
+                        continue
                     active[c] = call
-                    multi.add_handle(c)
                 while multi.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
                     pass
                 while True:
@@ -234,11 +239,28 @@ class CurlLoop:
                     if not queued:
                         break
                 self._wait(multi, bool(active), len(active) < self.max_active)
+        except Exception as exc:  # noqa: BLE001 - the loop must outlive any surprise from libcurl
+            log.exception("the API call loop failed; its calls in flight are given up: %s", exc)
         finally:
             for c, call in active.items():
-                multi.remove_handle(c)
+                try:
+                    multi.remove_handle(c)
+                except pycurl.error:
+                    pass
                 deliver(call, None, Cancelled("the call loop is stopped"))
             multi.close()
+            self._restart()
+
+    def _restart(self) -> None:
+        """After a failure (not a stop): a fresh loop thread takes the calls still waiting."""
+        if self._stopping:
+            return
+        time.sleep(0.1)  # a loop that fails at once must not spin
+        with self._lock:
+            if self._stopping:
+                return
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
 
     def _take_due(self, room: int) -> list[Call] | None:
         now = time.monotonic()
