@@ -20,7 +20,6 @@ the API server refuses a second binding of a bound pod, so no pod is ever bound 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -28,6 +27,7 @@ from typing import Any, Callable, Mapping
 from tidesched.kube.api import Cancelled, Kube, error_message, is_transient, status_of
 from tidesched.kube.status import EventRecorder
 from tidesched.kube.store import POD, ClusterStore
+from tidesched.kube.workers import InFlight
 
 log = logging.getLogger("tidesched.kube.binder")
 
@@ -69,8 +69,7 @@ class Binder:
         self.bound = 0
         self.failed = 0
         self.dropped = 0
-        self._in_flight = 0
-        self._lock = threading.Condition()
+        self._in_flight = InFlight()
         self._stopped = False
 
     def start(self) -> None:
@@ -87,8 +86,7 @@ class Binder:
             uid = str((pod.get("metadata") or {}).get("uid") or "")
             if not self.store.assume(key, node, uid):
                 continue
-            with self._lock:
-                self._in_flight += 1
+            self._in_flight.add()
             self._send(BindRequest(key, node, uid), 0, time.monotonic(), 0.0)
             queued += 1
         return queued
@@ -174,26 +172,16 @@ class Binder:
         self._done()
 
     def _done(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-            self._lock.notify_all()
+        self._in_flight.done()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def pending(self) -> int:
-        with self._lock:
-            return self._in_flight
+        return self._in_flight.count()
 
     def drain(self, timeout: float) -> bool:
         """Wait for every bind sent to be answered (SIGTERM)."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while self._in_flight:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(left)
-        return True
+        return self._in_flight.wait_idle(timeout)
 
     def cancel_queued(self) -> int:
         """Leadership lost: take back the binds not yet sent and forget their pods. (Those about

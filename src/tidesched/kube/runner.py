@@ -2,8 +2,8 @@
 
 Every ``--schedule-period`` the loop takes the objects the informers changed (with the binder's
 and evictor's overlays) into its incremental cluster cache, opens one session of the core on it
-with the current config and hands the decisions to the binder, evictor, status writer and event recorder, which apply
-them on their own threads. Nothing here decides anything about scheduling.
+with the current config and hands the decisions to the binder, evictor, status writer and event
+recorder, which apply them on their own threads. Nothing here decides anything about scheduling.
 
 * the first session runs only after every informer's first full list (K8S-1);
 * with ``--leader-elect`` only the leader schedules; losing the lease stops scheduling at once,

@@ -1,6 +1,7 @@
-"""A bounded pool of worker threads sending queued API calls, shared by the binder and the
-evictor: the queue, the in-flight count that ``drain`` waits on (SIGTERM), dropping queued
-work when leadership is lost, and a worker loop that survives any exception.
+"""A bounded pool of worker threads sending queued API calls (the evictor's): the queue, the
+in-flight count that ``drain`` waits on (SIGTERM, :class:`InFlight`, which the binder's call
+loop shares), dropping queued work when leadership is lost, and a worker loop that survives
+any exception.
 
 A subclass says how to send one request (``_handle``) and how to undo the cache mark it set
 when the request is given up without being sent (``_abandon``).
@@ -22,6 +23,39 @@ class _Keyed(Protocol):
 R = TypeVar("R", bound=_Keyed)
 
 
+class InFlight:
+    """How many requests were handed out and not yet finished; ``wait_idle`` is what a SIGTERM
+    drain waits on. Shared by the worker pools and the binder's call loop."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._cond = threading.Condition()
+
+    def add(self) -> None:
+        with self._cond:
+            self._count += 1
+
+    def done(self) -> None:
+        with self._cond:
+            self._count -= 1
+            self._cond.notify_all()
+
+    def count(self) -> int:
+        with self._cond:
+            return self._count
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once nothing is in flight; False if ``timeout`` passed first."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+
 class WorkerPool(Generic[R]):
     #: what one request is, for log lines ("bind", "eviction")
     what = "request"
@@ -34,8 +68,7 @@ class WorkerPool(Generic[R]):
         self.dropped = 0
         self._log = log
         self._queue: queue.Queue[R | None] = queue.Queue()
-        self._in_flight = 0
-        self._lock = threading.Condition()
+        self._in_flight = InFlight()
         self._cancelled = False
         self._threads = [
             threading.Thread(target=self._run, name=f"{name}-{i}", daemon=True) for i in range(workers)
@@ -56,24 +89,15 @@ class WorkerPool(Generic[R]):
             t.start()
 
     def _enqueue(self, req: R) -> None:
-        with self._lock:
-            self._in_flight += 1
+        self._in_flight.add()
         self._queue.put(req)
 
     def pending(self) -> int:
-        with self._lock:
-            return self._in_flight
+        return self._in_flight.count()
 
     def drain(self, timeout: float) -> bool:
         """Wait for queued and in-flight requests to finish (SIGTERM)."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while self._in_flight:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(left)
-        return True
+        return self._in_flight.wait_idle(timeout)
 
     def cancel_queued(self) -> int:
         """Leadership lost: drop requests not yet sent and undo their cache marks."""
@@ -106,9 +130,7 @@ class WorkerPool(Generic[R]):
         return False
 
     def _done(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-            self._lock.notify_all()
+        self._in_flight.done()
 
     def _run(self) -> None:
         while True:
