@@ -203,8 +203,13 @@ def test_result_schema(tmp_path: Path) -> None:
             "evictions",
             "reclaims",
             "preemptions",
+            "gpus",
         }
         assert set(s["cards"]["NVIDIA-H200"]) == {"capacity", "allocated"}
+        assert {"capacity", "allocated", "demand", "unallocated"} <= set(s["gpus"]) <= {
+            "capacity", "allocated", "demand", "unallocated", "fragmented"}
+        assert s["gpus"]["capacity"] == s["cards"]["NVIDIA-H200"]["capacity"]
+        assert s["gpus"]["allocated"] == s["cards"]["NVIDIA-H200"]["allocated"]
         for q in s["queues"].values():
             assert set(q) == {"allocated", "quota", "pending_pods", "running_pods"}
     assert [s["t"] for s in r["steps"]] == sorted(s["t"] for s in r["steps"])

@@ -218,6 +218,8 @@ def test_engine_result_of_the_bundled_example_renders() -> None:
     """End to end with the real engine."""
     result = simulate(bundled_example())
     page = render_html(result)
-    assert _svg_count(page) == 4
+    assert _svg_count(page) == 5  # cards, GPUs (allocation, demand, fragmentation), queues, timeline, waits
+    assert "GPU allocation rate against arrived GPU demand" in page
+    assert "stranded by fragmentation" in page
     assert result["scenario"] in page
     assert page == render_html(simulate(bundled_example()))  # same scenario, same seed: same bytes

@@ -405,6 +405,17 @@ class ClusterCache:
         )
         return snapshot, state
 
+    def node_table(self) -> NodeTable:
+        """The cache's own node table, up to date, for readers that only look (the simulator's
+        GPU figures); a session gets a copy from :meth:`open` instead."""
+        self._restore()
+        if self._rebuild:
+            self._rebuild_all()
+        if self._table_stale or self._table is None:
+            self._rebuild_table()
+        assert self._table is not None
+        return self._table
+
     def node(self, name: str) -> Node | None:
         return self.records["Node"].get(name)
 

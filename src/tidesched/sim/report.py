@@ -486,6 +486,46 @@ def _plot_timeline(series: _Series, queues: list[str], queue_colours: dict[str, 
     return _figure_svg(fig, "timeline")
 
 
+def _gpu_share(series: _Series, key: str, of: str) -> np.ndarray:
+    """``gpus[key] / gpus[of]`` per step in percent (NaN where a step lacks them), bucketed."""
+    num = series.column(lambda s: _mapping(s.get("gpus")).get(key))
+    den = series.column(lambda s: _mapping(s.get("gpus")).get(of))
+    share = np.full(len(num), np.nan)
+    ok = ~np.isnan(num) & (np.nan_to_num(den, nan=0.0) > 0)
+    share[ok] = num[ok] / den[ok] * 100.0
+    return series.level(share)
+
+
+def _plot_gpus(series: _Series) -> str:
+    """FGD's view of a GPU cluster: allocation against demand, and fragmentation."""
+    if series.n == 0 or not any(s.get("gpus") for s in series.steps):
+        return _placeholder("The cluster has no GPUs, so there is no GPU allocation to plot.")
+    fig = _new_figure(4.6)
+    ax_a, ax_f = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    alloc = _gpu_share(series, "allocated", "capacity")
+    demand = _gpu_share(series, "demand", "capacity")
+    ax_a.fill_between(series.x, np.nan_to_num(alloc), step="post", color="#1f77b4", alpha=0.3, linewidth=0)
+    ax_a.plot(series.x, alloc, drawstyle="steps-post", color="#1f77b4", linewidth=1.2,
+              label="allocated GPUs")
+    ax_a.plot(series.x, demand, drawstyle="steps-post", color="#d62728", linewidth=1.0, linestyle="--",
+              label="GPU demand of arrived, unfinished pods")
+    top = max(100.0, float(np.nanmax(demand)) if np.any(~np.isnan(demand)) else 0.0)
+    ax_a.set_ylim(0, top * 1.08)
+    ax_a.set_ylabel("% of GPU capacity")
+    ax_a.set_title("GPU allocation rate against arrived GPU demand", loc="left")
+    ax_a.legend(loc="upper left", frameon=True, framealpha=0.85, ncol=2)
+    _set_time_axis(ax_a, series, label=False)
+    frag = _gpu_share(series, "fragmented", "unallocated")
+    have = ~np.isnan(frag)
+    ax_f.plot(series.x[have], frag[have], drawstyle="steps-post", color="#9467bd", linewidth=1.2)
+    ax_f.set_ylim(0, 105)
+    ax_f.set_ylabel("% of unallocated")
+    ax_f.set_title("Unallocated GPUs stranded by fragmentation (FGD's measure over the arrived workload)",
+                   loc="left")
+    _set_time_axis(ax_f, series, label=True)
+    return _figure_svg(fig, "gpus")
+
+
 def _plot_waits(jobs: Sequence[Mapping[str, Any]]) -> str:
     by_type: dict[str, list[float]] = {}
     never: dict[str, int] = {}
@@ -618,6 +658,11 @@ def _summary_html(result: Mapping[str, Any], series: _Series, models: list[str])
         _figure_box(_esc(_fmt_duration(summary.get("mean_wait"))), "mean wait"),
         _figure_box(_esc(_fmt_duration(summary.get("p95_wait"))), "p95 wait"),
     ]
+    for key, label in (("mean_gpu_allocation", "mean GPU allocation"),
+                       ("mean_fragmented_share", "of unallocated GPUs stranded by fragmentation")):
+        v = _opt_num(summary.get(key))
+        if v is not None:
+            boxes.append(_figure_box(f"{v:.1%}", label))
     peaks = _peak_utilisation(result, series, models)
     if peaks:
         items = "".join(f"<span>{_esc(m)} <b>{v:.0%}</b></span>" for m, v in peaks.items())
@@ -756,6 +801,7 @@ def render_html(result: Mapping[str, Any]) -> str:
         queues_svg = _plot_queues(series, queues, model_colours)
         timeline_svg = _plot_timeline(series, queues, queue_colours)
         waits_svg = _plot_waits(jobs)
+        gpus_svg = _plot_gpus(series)
 
     name = str(result.get("scenario") or "unnamed scenario")
     badge, violations = _invariants(result)
@@ -787,6 +833,9 @@ def render_html(result: Mapping[str, Any]) -> str:
         "<h2>Card utilisation per model <small>(filled: allocated · dashed: capacity)</small>"
         f"{downsampled}</h2>",
         cards_svg,
+        "<h2>GPU allocation, demand and fragmentation <small>(in GPU equivalents: an MPS or MIG slice "
+        "counts as its share of a card)</small></h2>",
+        gpus_svg,
         "<h2>Queue usage against quota <small>(solid: allocated · dashed: quota)</small></h2>",
         queues_svg,
         "<h2>Pending pods and disruption timeline</h2>",

@@ -35,6 +35,7 @@ from tidesched.framework.session import Decisions
 from tidesched.scheduler import config_from_file, run_session
 from tidesched.sim.clock import Clock
 from tidesched.sim.controllers import Controllers, Timer
+from tidesched.sim.fragmentation import GpuWorkload, fragmentation_summary, gpu_figures
 from tidesched.sim.invariants import RULE_SESSION, InvariantChecker
 from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacity_card_args, mean, percentile
 from tidesched.sim.scenario import Scenario, TimedEvent, load_scenario, object_kind
@@ -56,6 +57,9 @@ from tidesched.sim.world import (
 
 Progress = Callable[[float, "float | None"], None]
 MAX_SIM_TIME = 366 * 86400.0  # an open-ended scenario stops here at the latest
+# Steps that carry the fragmentation measure: about this many, spread over the run (more than
+# the report's points per series; each costs one pass over the workload mix and the nodes).
+FRAGMENTATION_SAMPLES = 800
 
 
 @dataclass
@@ -99,6 +103,7 @@ class Engine:
         )
         self.controllers = Controllers(self.world, self.emit, scenario.finished_ttl)
         self.accounting = Accounting(self.world)
+        self.gpu_workload = GpuWorkload(self.world)
         args = capacity_card_args(self.config) or {}
         mapping = args.get("podOwnerReferenceToServiceType") or {}
         self.tracker = WorkloadTracker(self.world, mapping if isinstance(mapping, dict) else {})
@@ -113,7 +118,8 @@ class Engine:
             "preemptions": 0,
             "stale_decisions": 0,
         }
-        self._last_sig = ""
+        self._last_sig: dict[str, Any] = {}
+        self._last_frag_t = -math.inf
         self._last_record_k = -1
         self._stopped = ""
 
@@ -299,15 +305,29 @@ class Engine:
         step["evictions"] = len(ev)
         step["reclaims"] = sum(1 for _, r in ev if "reclaim" in r.lower())
         step["preemptions"] = sum(1 for _, r in ev if "preempt" in r.lower())
-        sig = json.dumps({key: v for key, v in step.items() if key != "t"}, sort_keys=True)
+        sig = {key: v for key, v in step.items() if key != "t"}  # compared as values, deeply
         every = self.sc.record_every
         due = every > 0 and k - self._last_record_k >= every
         if self.steps and self.steps[-1]["t"] == step["t"]:
+            self._add_gpus(step, force)
             self.steps[-1] = step  # the same instant: keep the latest picture
         elif force or not self.steps or sig != self._last_sig or due:
+            self._add_gpus(step, force)
             self.steps.append(step)
             self._last_record_k = k
         self._last_sig = sig
+
+    def _add_gpus(self, step: dict[str, Any], force: bool) -> None:
+        """GPU capacity, allocation and demand on every recorded step of a cluster with GPUs;
+        the fragmentation measure (a pass over the workload mix) on at most about
+        FRAGMENTATION_SAMPLES of them, spread over the run (the report shows no more)."""
+        t = step["t"]
+        sample = force or t - self._last_frag_t >= max(self.sc.schedule_period, t / FRAGMENTATION_SAMPLES)
+        figures = gpu_figures(self.world.cache.node_table(), self.gpu_workload, fragmentation=sample)
+        if figures["capacity"] > 0:
+            step["gpus"] = figures
+            if sample:
+                self._last_frag_t = t
 
     def run_session(self, n: int, t: float) -> tuple[Decisions | None, float]:
         t0 = time.perf_counter()
@@ -471,6 +491,7 @@ class Engine:
             "pod_mean_wait": mean(self.tracker.pod_waits),
             "pod_p95_wait": percentile(self.tracker.pod_waits, 95),
             "peak_card_utilisation": dict(sorted(peak.items())),
+            **fragmentation_summary(self.steps),
             "sessions": sessions,
             "events_total": self.log.total,
             "events_dropped": self.log.dropped,
@@ -557,6 +578,12 @@ def summary_lines(run_: SimulationRun) -> list[str]:
         lines.append(
             "peak card utilisation: "
             + ", ".join(f"{m} {v * 100:.0f}%" for m, v in s["peak_card_utilisation"].items())
+        )
+    if s.get("mean_gpu_allocation") is not None:
+        frag = s.get("mean_fragmented_share")
+        lines.append(
+            f"GPUs: {s['mean_gpu_allocation'] * 100:.1f}% allocated on average"
+            + (f", {frag * 100:.1f}% of the unallocated stranded by fragmentation (FGD)" if frag is not None else "")
         )
     viol = r["invariants"]["violations"]
     lines.append(

@@ -1,0 +1,246 @@
+"""GPU allocation and fragmentation as the FGD paper measures them (Weng et al., "Beware of
+Fragmentation: Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX
+ATC '23), for the simulator's report.
+
+Amounts are in *GPU equivalents*: a whole card is 1, an MPS slice of a card shared ``R`` ways is
+``1/R``, a MIG slice of profile ``<n>g.*`` is ``n/7`` (the seven compute slices of an A100 or
+H100). The simulator's MPS shares are a pool per node (``nvidia.com/gpu.shared``), so the only
+fragments are FGD's "the task cannot run here" kind; none is a partly used card.
+
+* **Demand** — GPUs asked for by the pods of our schedulers that have arrived and are not yet
+  finished (pending or on a node): what the cluster is being asked to hold. A pending slice
+  request is converted with the cluster's average slice size (exact when every shared node
+  splits its cards the same way, as the Alibaba trace does).
+* **Allocated** — GPUs held by pods on Ready nodes, ours or not.
+* **Fragmented** — FGD's measure: with the *target workload* taken as the mix of pods that have
+  arrived so far (each distinct request, weighted by how many pods made it), a node's
+  unallocated GPUs are fragments for a request that cannot run on the node (too little CPU,
+  memory or card of an acceptable model left) or that asks for no GPU at all; the cluster's
+  fragmentation is the weighted mean over requests, summed over nodes. Reported as a share of
+  the unallocated GPUs: how much of what is free the workload could not use.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tidesched.model.cards import MIG, MPS, CardCatalog, discover_node_cards, pod_card_request
+from tidesched.model.node_table import NodeTable
+from tidesched.model.objects import Pod
+from tidesched.model.resource import CPU, MEMORY
+from tidesched.sim.world import World, is_deleting, pod_node, pod_phase
+
+MIG_COMPUTE_SLICES = 7.0
+_MPS_REPLICAS = re.compile(r"\*1/(\d+)$")
+_MIG_PROFILE = re.compile(r"/mig-(\d+)g\.")
+MILLI = 1000.0
+
+
+def slot_gpus(model: str, kind: str) -> float:
+    """GPU equivalents of one unit of a card model (whole card, MPS or MIG slice)."""
+    if kind == MPS:
+        m = _MPS_REPLICAS.search(model)
+        return 1.0 / int(m.group(1)) if m and int(m.group(1)) > 0 else 1.0
+    if kind == MIG:
+        m = _MIG_PROFILE.search(model)
+        return min(int(m.group(1)) / MIG_COMPUTE_SLICES, 1.0) if m else 1.0 / MIG_COMPUTE_SLICES
+    return 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One distinct pod request of the workload mix."""
+
+    cpu: float  # millicores
+    memory: float  # bytes
+    resources: tuple[str, ...]  # card resources it may take its cards from
+    cards: float  # milli-units of those resources
+    models: tuple[str, ...]  # acceptable card models (empty: no card)
+
+
+class _NodeGpus:
+    """What the fragmentation measure needs of one node set, built once per node table."""
+
+    def __init__(self, table: NodeTable) -> None:
+        self.n = len(table.names)
+        self.dims = table.dim_index
+        # GPU equivalents per milli-unit of each column, per node (0 for non-card columns).
+        self.per_milli = np.zeros_like(table.allocatable)
+        self.models: list[frozenset[str]] = []
+        self._model_masks: dict[tuple[str, ...], np.ndarray] = {}
+        for i, node in enumerate(table.nodes):
+            found = discover_node_cards(node.name, node.meta.labels, node.allocatable.scalars)
+            for slot in found.slots:
+                for res in slot.resources:
+                    col = self.dims.get(res)
+                    if col is not None:
+                        self.per_milli[i, col] = slot_gpus(slot.model, slot.kind) / MILLI
+            self.models.append(frozenset(found.models))
+
+    def offers(self, models: tuple[str, ...]) -> np.ndarray:
+        """Nodes offering any of ``models``."""
+        mask = self._model_masks.get(models)
+        if mask is None:
+            wanted = set(models)
+            mask = np.fromiter((bool(wanted & m) for m in self.models), dtype=bool, count=self.n)
+            self._model_masks[models] = mask
+        return mask
+
+
+class GpuWorkload:
+    """The workload mix (distinct requests of the pods that arrived, with counts) and the GPU
+    demand of the pods present, kept up to date from the world's changes."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.mix: Counter[Request] = Counter()
+        self._seen: set[str] = set()
+        self._demand: dict[str, tuple[float, float]] = {}  # pod -> (whole-GPU eq, slice milli)
+        self.demand_whole = 0.0  # GPU equivalents of whole-card and MIG requests present
+        self.demand_slices = 0.0  # milli-slices of MPS requests present
+        self._catalog: CardCatalog | None = None
+        self._catalog_rev = -1
+        self._nodes_rev = 0
+        world.listeners.append(self.on_change)
+
+    def catalog(self) -> CardCatalog:
+        if self._catalog is None or self._catalog_rev != self._nodes_rev:
+            nodes = (self.world.record("Node", k) for k in sorted(self.world.objects["Node"]))
+            self._catalog = CardCatalog.build(
+                (n.name, n.meta.labels, n.allocatable.scalars) for n in nodes if n is not None
+            )
+            self._catalog_rev = self._nodes_rev
+        return self._catalog
+
+    def on_change(self, kind: str, key: str, old: Any, new: Any, cause: str) -> None:
+        if kind == "Node":
+            self._nodes_rev += 1
+            return
+        if kind != "Pod":
+            return
+        gone = self._demand.pop(key, None)
+        if gone is not None:
+            self.demand_whole -= gone[0]
+            self.demand_slices -= gone[1]
+        rec: Pod | None = self.world.record("Pod", key) if new is not None else None
+        if rec is None or rec.scheduler_name not in self.world.scheduler_names:
+            return
+        req = self._request(rec)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.mix[req] += 1
+        phase = pod_phase(new)
+        if phase in ("Pending", "Running") and not is_deleting(new) and req.cards:
+            whole, slices = self._gpus(req, pod_node(new))
+            if whole or slices:
+                self._demand[key] = (whole, slices)
+                self.demand_whole += whole
+                self.demand_slices += slices
+
+    def _request(self, pod: Pod) -> Request:
+        scalars = pod.resreq.scalars
+        card = pod_card_request(pod.meta.annotations, scalars, self.catalog())
+        return Request(
+            cpu=float(pod.resreq.milli_cpu),
+            memory=float(pod.resreq.memory),
+            resources=tuple(card.resources),
+            cards=float(card.count) if not card.error else 0.0,
+            models=tuple(card.models) if not card.error else (),
+        )
+
+    def _gpus(self, req: Request, node_name: str) -> tuple[float, float]:
+        """(GPU equivalents, MPS milli-slices) of a request: MPS slices are converted later,
+        with the slice size of the node they are on or the cluster's average."""
+        catalog = self.catalog()
+        node = catalog.nodes.get(node_name) if node_name else None
+        if node is not None:
+            for slot in node.slots:
+                if set(slot.resources) & set(req.resources):
+                    return req.cards / MILLI * slot_gpus(slot.model, slot.kind), 0.0
+        for model in req.models:
+            res = catalog.model_resources.get(model, frozenset())
+            if any(r.endswith(".shared") for r in res):
+                return 0.0, req.cards
+            kind = MIG if "/mig-" in model else ""
+            return req.cards / MILLI * slot_gpus(model, kind), 0.0
+        return 0.0, 0.0
+
+
+def gpu_figures(table: NodeTable, workload: GpuWorkload, *, fragmentation: bool = True) -> dict[str, float]:
+    """Capacity, allocated and unallocated GPUs of the Ready nodes in ``table``, the GPU demand
+    present and, with ``fragmentation``, the fragmented GPUs; all in GPU equivalents."""
+    nodes: _NodeGpus = table.memo(("sim.fragmentation", "gpus"), lambda: _NodeGpus(table))
+    idle = np.maximum(table.allocatable - table.used, 0.0)
+    capacity = float((table.allocatable * nodes.per_milli).sum())
+    idle_gpus = (idle * nodes.per_milli).sum(axis=1)
+    unallocated = float(idle_gpus.sum())
+    shared_cols = [c for d, c in nodes.dims.items() if d.endswith(".shared")]
+    slice_milli = float(table.allocatable[:, shared_cols].sum()) if shared_cols else 0.0
+    slice_gpus = float((table.allocatable[:, shared_cols] * nodes.per_milli[:, shared_cols]).sum())
+    per_slice = slice_gpus / slice_milli if slice_milli else 0.0
+    demand = workload.demand_whole + workload.demand_slices * per_slice
+    figures = {
+        "capacity": round(capacity, 4),
+        "allocated": round(capacity - unallocated, 4),
+        "demand": round(demand, 4),
+        "unallocated": round(unallocated, 4),
+    }
+    if not fragmentation:
+        return figures
+    fragmented = 0.0
+    total = sum(workload.mix.values())
+    if total and unallocated > 0:
+        cpu_col, mem_col = nodes.dims[CPU], nodes.dims[MEMORY]
+        for req, count in workload.mix.items():
+            if not req.cards:
+                fragmented += count * unallocated  # a CPU-only task can use no GPU anywhere
+                continue
+            fits = (idle[:, cpu_col] >= req.cpu) & (idle[:, mem_col] >= req.memory)
+            cols = [nodes.dims[r] for r in req.resources if r in nodes.dims]
+            if cols:
+                fits &= idle[:, cols].sum(axis=1) >= req.cards
+            else:
+                fits[:] = False
+            fits &= nodes.offers(req.models)
+            fragmented += count * float(idle_gpus[~fits].sum())
+        fragmented /= total
+    figures["fragmented"] = round(fragmented, 4)
+    return figures
+
+
+def _time_weighted(points: list[tuple[float, float]]) -> float | None:
+    """Mean of a step function given as (time, value) points, each value holding until the next."""
+    total = span = 0.0
+    for (t0, v), (t1, _) in zip(points, points[1:]):
+        if t1 > t0:
+            total += (t1 - t0) * v
+            span += t1 - t0
+    return round(total / span, 6) if span else None
+
+
+def fragmentation_summary(steps: list[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Time-weighted means over the run of the GPU allocation rate and of the fragmented
+    share of unallocated GPUs."""
+    alloc: list[tuple[float, float]] = []
+    frag: list[tuple[float, float]] = []
+    for step in steps:
+        g = step.get("gpus")
+        t = float(step["t"])
+        if g and g.get("capacity"):
+            alloc.append((t, g["allocated"] / g["capacity"]))
+        else:
+            alloc.append((t, 0.0))
+        if g and "fragmented" in g:
+            frag.append((t, g["fragmented"] / g["unallocated"] if g.get("unallocated") else 0.0))
+    if frag and steps and float(steps[-1]["t"]) > frag[-1][0]:
+        frag.append((float(steps[-1]["t"]), 0.0))  # the last sample holds to the end
+    return {
+        "mean_gpu_allocation": _time_weighted(alloc) if any(s.get("gpus") for s in steps) else None,
+        "mean_fragmented_share": _time_weighted(frag),
+    }
