@@ -10,6 +10,11 @@ simulation) and the process's peak memory (``resource.getrusage``). Run by hand:
     .venv/bin/python benchmarks/trace.py                          # the full default list
     .venv/bin/python benchmarks/trace.py --limit 1000 --report /tmp/trace-report.html
     .venv/bin/python benchmarks/trace.py --pods csv/openb_pod_list_gpuspec33.csv --compression 60
+    .venv/bin/python benchmarks/trace.py --all                    # every pod list, real times, CLI
+
+``--all`` runs ``tidesched simulate --trace`` once per ``openb_pod_list_*.csv`` with its real
+arrival and run times (the command a user runs, report included), one process each, and prints
+a table: wall and CPU time, peak memory, sessions and whether every invariant held.
 
 The trace is not part of tidesched; ``--trace`` points at it (default: ``../shared/traces/
 alibaba-gpu-v2023`` beside the repository).
@@ -18,8 +23,12 @@ alibaba-gpu-v2023`` beside the repository).
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,6 +44,39 @@ def _peak_rss_mib() -> float:
     return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
 
 
+def run_all(trace: Path) -> int:
+    """Every pod list of the trace through the command line, one process each."""
+    exe = Path(sys.executable).with_name("tidesched")
+    lists = sorted((trace / "csv").glob("openb_pod_list_*.csv"))
+    print(f"{'pod list':<34} {'pods':>6} {'days':>6} {'sessions':>8} {'wall s':>7} {'CPU s':>6} "
+          f"{'RSS MiB':>7}  invariants")
+    failed = 0
+    for f in lists:
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(
+                [str(exe), "simulate", "--trace", str(trace), "--pods", f.name, "--out", out, "--no-progress"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            )
+            output = proc.stdout.read().decode() if proc.stdout else ""
+            _pid, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - t0
+            code = os.waitstatus_to_exitcode(status)
+            result_file = Path(out) / "result.json"
+            if code not in (0, 1) or not result_file.exists():
+                failed += 1
+                print(f"{f.name:<34} exit {code}\n{output[-2000:]}")
+                continue
+            r = json.loads(result_file.read_text())
+        s = r["summary"]
+        viol = len(r["invariants"]["violations"])
+        failed += bool(viol)
+        print(f"{f.name:<34} {s['pods_bound']:>6,} {r['duration'] / 86400:>6.1f} {s['sessions']:>8,} "
+              f"{wall:>7.1f} {usage.ru_utime + usage.ru_stime:>6.1f} {usage.ru_maxrss / 1024:>7,.0f}  "
+              + ("all held" if not viol else f"{viol} VIOLATED"), flush=True)
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE, help="trace directory (holding csv/)")
@@ -47,10 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--report", type=Path, default=None, help="also write the HTML report here")
     ap.add_argument("--result", type=Path, default=None, help="also write result.json here")
+    ap.add_argument("--all", action="store_true", help="every pod list with real times, via the CLI")
     args = ap.parse_args(argv)
     if not (args.trace / "csv").is_dir():
         print(f"trace not found at {args.trace} (use --trace)", file=sys.stderr)
         return 2
+    if args.all:
+        return run_all(args.trace)
     source = args.trace / args.pods if args.pods else args.trace
 
     t0 = time.perf_counter()
