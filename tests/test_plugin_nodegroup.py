@@ -349,3 +349,39 @@ def test_verdicts_are_computed_once_per_queue_and_group_wish() -> None:
     for t in ssn.tasks.values():
         ssn.predicate(t)
     assert list(plugin._static) == [("q1", "")]
+
+
+# -- the command line: schedule and explain -------------------------------------------------
+
+
+def test_schedule_and_explain_show_node_group_reasons(tmp_path) -> None:
+    import json
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from tidesched.cli import app
+
+    conf = tmp_path / "sched.conf"
+    conf.write_text(config(exclusive=True))
+    objs = five_nodes() + [queue("q3", affinity=affinity(req=["group3"], pref=["group1"])),
+                           queue("bad", affinity={"nodeGroupAffinity": {REQ: "group1"}})]
+    objs += job("p", "q3") + job("q", "q3") + job("waits", "q3") + job("refused", "bad")
+    files = tmp_path / "objs.yaml"
+    files.write_text(yaml.safe_dump_all(objs))
+    cli = CliRunner()
+    res = cli.invoke(app, ["schedule", "-c", str(conf), "--format", "json", str(files)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["bound"] == {"c1/p": "n3", "c1/q": "n3"}
+    res = cli.invoke(app, ["explain", "c1/waits", "-c", str(conf), str(files)])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.stdout.split())
+    assert "stays pending" in text
+    assert "1 Insufficient cpu" in text
+    assert ("1 node group is exclusive (group group1 is only for queues whose required affinity names it; "
+            "queue q3's does not)") in text
+    assert "1 node does not satisfy the node group affinity (group group2 is not in the node group affinity of queue q3)" in text
+    res = cli.invoke(app, ["explain", "c1/refused", "-c", str(conf), str(files)])
+    text = " ".join(res.stdout.split())
+    assert "5 queue node group affinity invalid (queue bad: spec.affinity.nodeGroupAffinity" in text
+    assert "Queue event InvalidNodeGroupAffinity" in text
