@@ -1,6 +1,6 @@
 """nodegroup plugin: Queue spec.affinity parsing, per-node predicate verdicts and scores.
 
-The cases in ``VOLCANO_CASES`` follow the situations of Volcano's
+``test_volcano_node_group_cases`` and ``test_volcano_resource_limit_cases`` follow the situations of Volcano's
 plugins/nodegroup/nodegroup_test.go (TestNodeGroup, TestNodeGroupResourceLimits,
 TestNodeGroupResourceLimitAllocationEvent), written here in our own terms; the rest cover
 tidesched's additions (exclusive groups, the pod's node-group label) and bad input.
@@ -204,6 +204,13 @@ def test_hierarchy_is_off_unless_enabled_on_the_plugin() -> None:
     assert fits(reasons) == {"n1", "n3", "n4"}
 
 
+def test_reasons_name_the_queue_the_rules_come_from() -> None:
+    objs = five_nodes() + [queue("q1", affinity=FULL), queue("child", parent="q1")] + job("p", "child")
+    _, reasons = verdicts(session(objs, config(hierarchy=True)), "p")
+    assert reasons["n2"] == ("node does not satisfy the node group affinity (queue child (rules inherited from "
+                             "queue q1) has required anti-affinity to group group2)")
+
+
 def test_own_empty_affinity_is_not_replaced_by_the_parents() -> None:
     objs = five_nodes() + [queue("q1", affinity=FULL), queue("child", parent="q1", affinity={})] + job("p", "child")
     _, reasons = verdicts(session(objs, config(hierarchy=True)), "p")
@@ -293,7 +300,7 @@ def test_exclusive_groups_open_only_to_required_affinity() -> None:
     assert reasons["n4"].startswith("node group is exclusive (group group4 is only for queues whose required affinity names it")
     _, reasons = verdicts(ssn, "b")
     assert fits(reasons) == set()
-    assert "queue q3's does not" in reasons["n1"]
+    assert "queue q3 does not require it" in reasons["n1"]
 
 
 def test_pod_group_label_keeps_the_pod_in_its_group() -> None:
@@ -379,7 +386,7 @@ def test_schedule_and_explain_show_node_group_reasons(tmp_path) -> None:
     assert "stays pending" in text
     assert "1 Insufficient cpu" in text
     assert ("1 node group is exclusive (group group1 is only for queues whose required affinity names it; "
-            "queue q3's does not)") in text
+            "queue q3 does not require it)") in text
     assert "1 node does not satisfy the node group affinity (group group2 is not in the node group affinity of queue q3)" in text
     res = cli.invoke(app, ["explain", "c1/refused", "-c", str(conf), str(files)])
     text = " ".join(res.stdout.split())

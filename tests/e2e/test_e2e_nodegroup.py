@@ -34,7 +34,7 @@ def test_exclusive_group_and_pinned_pod(e2e) -> None:
         return [e for e in events(api, ns, x[1], "FailedScheduling") if "node group is exclusive" in e["message"]]
 
     ev = wait_until(refused_for_its_group, 30, "team-x's pod refused by the exclusive group")[0]
-    assert "group private is only for queues whose required affinity names it; queue team-x's does not" in ev["message"]
+    assert "group private is only for queues whose required affinity names it; queue team-x does not require it" in ev["message"]
     ps = condition(api.get(f"/api/v1/namespaces/{ns}/pods/{x[1]}"), "PodScheduled")
     assert ps is not None and ps["status"] == "False" and "node group is exclusive" in ps["message"]
     assert not set(x) & set(bound(api, ns)), "team-x's gang must not bind on the private group"

@@ -100,6 +100,13 @@ class QueueGroups:
     def unset(self) -> bool:
         return self.affinity is None or self.affinity.is_empty()
 
+    @property
+    def who(self) -> str:
+        """The queue as reasons name it, with the ancestor its rules come from."""
+        if self.inherited_from:
+            return f"queue {self.name} (rules inherited from queue {self.inherited_from})"
+        return f"queue {self.name}"
+
 
 def parse_resource_limits(raw: str) -> tuple[dict[str, Resource], dict[str, tuple[str, ...]]]:
     """The resource-limits annotation; raises ValueError with a readable message."""
@@ -269,10 +276,10 @@ class NodeGroupPlugin(Plugin):
             if not self.strict and attr.unset():
                 return None
             if attr.unset():
-                return f"{REASON_LABEL_NOT_FOUND} (strict: queue {attr.name} may only use nodes labelled {NODE_GROUP_LABEL})"
-            return f"{REASON_LABEL_NOT_FOUND} (queue {attr.name} has node group affinity; the node has no {NODE_GROUP_LABEL} label)"
+                return f"{REASON_LABEL_NOT_FOUND} (strict: {attr.who} may only use nodes labelled {NODE_GROUP_LABEL})"
+            return f"{REASON_LABEL_NOT_FOUND} ({attr.who} has node group affinity; the node has no {NODE_GROUP_LABEL} label)"
         if aff is None or aff.is_empty():
-            return f"{REASON_AFFINITY_NOT_FOUND} (queue {attr.name} names no node group; node is in group {group})"
+            return f"{REASON_AFFINITY_NOT_FOUND} ({attr.who} names no node group; node is in group {group})"
         # Volcano's order: allowed by affinity, then forbidden by required anti-affinity,
         # then allowed again by preferred anti-affinity.
         allowed = group in aff.required or group in aff.preferred
@@ -282,12 +289,12 @@ class NodeGroupPlugin(Plugin):
             allowed = True
         if not allowed:
             if group in aff.anti_required:
-                why = f"queue {attr.name} has required anti-affinity to group {group}"
+                why = f"{attr.who} has required anti-affinity to group {group}"
             else:
-                why = f"group {group} is not in the node group affinity of queue {attr.name}"
+                why = f"group {group} is not in the node group affinity of {attr.who}"
             return f"{REASON_UNSATISFIED} ({why})"
         if self.exclusive and group not in aff.required:
-            return f"{REASON_EXCLUSIVE} (group {group} is only for queues whose required affinity names it; queue {attr.name}'s does not)"
+            return f"{REASON_EXCLUSIVE} (group {group} is only for queues whose required affinity names it; {attr.who} does not require it)"
         return None
 
     def _static_verdict(self, attr: QueueGroups, wish: str) -> tuple[np.ndarray, list[NodeFailure]]:
