@@ -9,6 +9,8 @@ nodeorder with all its weights non-zero, and binpack. Run by hand:
     .venv/bin/python benchmarks/session.py                # N = 1,000 / 5,000 / 10,000
     .venv/bin/python benchmarks/session.py --nodes 5000 --pods 20000
     .venv/bin/python benchmarks/session.py --scaling      # up to 20,000 nodes × 100,000 pods
+    .venv/bin/python benchmarks/session.py --nodegroups   # plus the nodegroup plugin: 8 node
+                                                          # groups, each queue requires 4
 """
 
 from __future__ import annotations
@@ -48,11 +50,30 @@ GANG_SIZES = [1, 1, 2, 4, 4, 8, 16]
 SCALING = [(1000, 5000), (5000, 20000), (10000, 50000), (20000, 100000)]
 
 
-def generate(n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1) -> list[dict[str, Any]]:
+NODEGROUP_PLUGIN = """  - name: nodegroup
+    arguments:
+      enablePreferredOrder: true
+"""
+N_GROUPS = 8
+
+
+def group_affinity(q: int) -> dict[str, Any]:
+    """Queue q requires 4 of the 8 node groups (overlapping with its neighbours), prefers 2."""
+    groups = [f"g{(2 * q + k) % N_GROUPS}" for k in range(4)]
+    return {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": groups,
+                                  "preferredDuringSchedulingIgnoredDuringExecution": groups[:2]}}
+
+
+def generate(
+    n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1, nodegroups: bool = False
+) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     objs: list[dict[str, Any]] = []
     for q in range(n_queues):
-        objs.append({"kind": "Queue", "metadata": {"name": f"q{q}"}, "spec": {"weight": q + 1}})
+        spec: dict[str, Any] = {"weight": q + 1}
+        if nodegroups:
+            spec["affinity"] = group_affinity(q)
+        objs.append({"kind": "Queue", "metadata": {"name": f"q{q}"}, "spec": spec})
     for i in range(n_nodes):
         objs.append(
             {
@@ -105,12 +126,16 @@ def generate(n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1) -> lis
             )
         made += size
         j += 1
+    if nodegroups:
+        for o in objs:
+            if o["kind"] == "Node":
+                o["metadata"]["labels"]["volcano.sh/nodegroup-name"] = f"g{int(o['metadata']['name'][5:]) % N_GROUPS}"
     return objs
 
 
-def run(n_nodes: int, n_pods: int) -> None:
-    objs = generate(n_nodes, n_pods)
-    config = config_from_text(CONFIG)
+def run(n_nodes: int, n_pods: int, nodegroups: bool = False) -> None:
+    objs = generate(n_nodes, n_pods, nodegroups=nodegroups)
+    config = config_from_text(CONFIG + (NODEGROUP_PLUGIN if nodegroups else ""))
     t0 = time.perf_counter()
     snapshot = build_snapshot(objs)
     t1 = time.perf_counter()
@@ -137,6 +162,7 @@ def main() -> None:
         "--scaling", action="store_true",
         help="the scaling table: 1,000 × 5,000 up to 20,000 × 100,000, each size in its own process (peak RSS per size)",
     )
+    ap.add_argument("--nodegroups", action="store_true", help="label nodes with 8 groups, give queues affinity, add the nodegroup plugin")
     args = ap.parse_args()
     if args.scaling:
         for n, m in SCALING:
@@ -144,7 +170,7 @@ def main() -> None:
         return
     tune_gc()  # as the command line does
     for n in args.nodes:
-        run(n, args.pods)
+        run(n, args.pods, args.nodegroups)
 
 
 if __name__ == "__main__":

@@ -429,10 +429,69 @@ class Queue:
     priority: int
     parent: str
     state: str
+    # spec.affinity (Volcano's node-group affinity, read by the nodegroup plugin): None when
+    # absent. A malformed one is kept out (None) and described in ``affinity_error``, naming
+    # the field, so the queue itself still schedules and the plugin can refuse it clearly.
+    node_group_affinity: "NodeGroupAffinity | None" = None
+    affinity_error: str = ""
 
     @property
     def name(self) -> str:
         return self.meta.name
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroupAffinity:
+    """A Queue's ``spec.affinity``: node-group names per rule, in the order given (the
+    preferred order matters to the nodegroup plugin's ``enablePreferredOrder``)."""
+
+    required: tuple[str, ...] = ()  # nodeGroupAffinity.requiredDuringScheduling…
+    preferred: tuple[str, ...] = ()  # nodeGroupAffinity.preferredDuringScheduling…
+    anti_required: tuple[str, ...] = ()  # nodeGroupAntiAffinity.requiredDuringScheduling…
+    anti_preferred: tuple[str, ...] = ()  # nodeGroupAntiAffinity.preferredDuringScheduling…
+
+    def is_empty(self) -> bool:
+        return not (self.required or self.preferred or self.anti_required or self.anti_preferred)
+
+
+_AFFINITY_RULES = ("requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution")
+
+
+def _group_names(raw: Any, field_name: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ObjectError(field_name, f"expected a list of node-group names, got {type(raw).__name__}")
+    for i, name in enumerate(raw):
+        if not isinstance(name, str) or not name:
+            raise ObjectError(f"{field_name}[{i}]", f"expected a node-group name, got {name!r}")
+    return tuple(raw)
+
+
+def parse_queue_affinity(raw: Any) -> NodeGroupAffinity | None:
+    """``spec.affinity`` of a Queue; raises ObjectError naming the bad field."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ObjectError("spec.affinity", f"expected a mapping, got {type(raw).__name__}")
+    names: dict[str, tuple[str, ...]] = {}
+    for key in raw:
+        if key not in ("nodeGroupAffinity", "nodeGroupAntiAffinity"):
+            raise ObjectError(f"spec.affinity.{key}", "unknown field (expected nodeGroupAffinity or nodeGroupAntiAffinity)")
+    for part in ("nodeGroupAffinity", "nodeGroupAntiAffinity"):
+        where = f"spec.affinity.{part}"
+        rules = _mapping(raw, part, where)
+        for key in rules:
+            if key not in _AFFINITY_RULES:
+                raise ObjectError(f"{where}.{key}", f"unknown field (expected {' or '.join(_AFFINITY_RULES)})")
+        for rule in _AFFINITY_RULES:
+            names[f"{part}.{rule}"] = _group_names(rules.get(rule), f"{where}.{rule}")
+    return NodeGroupAffinity(
+        required=names["nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution"],
+        preferred=names["nodeGroupAffinity.preferredDuringSchedulingIgnoredDuringExecution"],
+        anti_required=names["nodeGroupAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"],
+        anti_preferred=names["nodeGroupAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"],
+    )
 
 
 def parse_queue(obj: Mapping[str, Any]) -> Queue:
@@ -450,6 +509,10 @@ def parse_queue(obj: Mapping[str, Any]) -> Queue:
         reclaimable = parsed
     guarantee = _mapping(spec, "guarantee", "spec.guarantee")
     state = str(status.get("state") or QueueState.OPEN)
+    try:
+        affinity, affinity_error = parse_queue_affinity(spec.get("affinity")), ""
+    except ObjectError as exc:
+        affinity, affinity_error = None, str(exc)
     return Queue(
         meta=meta,
         weight=weight,
@@ -462,6 +525,8 @@ def parse_queue(obj: Mapping[str, Any]) -> Queue:
         priority=_int(spec.get("priority"), "spec.priority", bounds=INT32),
         parent=str(spec.get("parent") or ""),
         state=state,
+        node_group_affinity=affinity,
+        affinity_error=affinity_error,
     )
 
 
