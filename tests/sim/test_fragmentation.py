@@ -5,15 +5,22 @@ from __future__ import annotations
 from builders import node, pod, podgroup, queue
 
 from tidesched.sim.clock import Clock
-from tidesched.sim.fragmentation import GpuWorkload, fragmentation_summary, gpu_figures, slot_gpus
+from tidesched.sim.fragmentation import (
+    GpuWorkload,
+    fragmentation_summary,
+    fragmented_gpus,
+    gpu_figures,
+    model_gpus,
+)
+from tidesched.sim.metrics import Accounting
 from tidesched.sim.world import World
 
 H200 = {"nvidia.com/gpu.product": "NVIDIA-H200", "nvidia.com/gpu.memory": "143771"}
 
 
-def world_with(*nodes: dict) -> tuple[World, GpuWorkload]:
+def world_with(*nodes: dict) -> tuple[World, tuple[Accounting, GpuWorkload]]:
     w = World(Clock())
-    workload = GpuWorkload(w)
+    workload = (Accounting(w), GpuWorkload(w))
     for n in nodes:
         w.put("Node", n)
     w.put("Queue", queue("q"))
@@ -21,14 +28,15 @@ def world_with(*nodes: dict) -> tuple[World, GpuWorkload]:
     return w, workload
 
 
-def figures(w: World, workload: GpuWorkload) -> dict[str, float]:
-    return gpu_figures(w.cache.node_table(), workload)
+def figures(w: World, metrics: tuple[Accounting, GpuWorkload]) -> dict[str, float]:
+    accounting, workload = metrics
+    return {**gpu_figures(accounting, workload), "fragmented": fragmented_gpus(w.cache.node_table(), workload)}
 
 
 def test_slot_sizes_in_gpu_equivalents() -> None:
-    assert slot_gpus("NVIDIA-H200", "whole") == 1.0
-    assert slot_gpus("Alibaba-G3/mps-32g*1/10", "mps") == 0.1
-    assert slot_gpus("NVIDIA-H200/mig-3g.71gb-mixed", "mig") == 3 / 7
+    assert model_gpus("NVIDIA-H200") == 1.0
+    assert model_gpus("Alibaba-G3/mps-32g*1/10") == 0.1
+    assert model_gpus("NVIDIA-H200/mig-3g.71gb-mixed") == 3 / 7
 
 
 def test_idle_gpus_on_a_node_without_cpu_left_are_fragments_for_gpu_tasks() -> None:
@@ -91,7 +99,7 @@ def test_finished_pods_leave_the_demand_but_stay_in_the_mix() -> None:
     assert g["demand"] == 0 and g["allocated"] == 0 and g["fragmented"] == 0
     w.remove("Pod", "ns/g")
     assert figures(w, workload)["demand"] == 0
-    assert sum(workload.mix.values()) == 1
+    assert sum(workload[1].mix.values()) == 1
 
 
 def test_summary_weights_by_time() -> None:

@@ -34,12 +34,18 @@ from tidesched.model.cards import MIG, MPS, CardCatalog, discover_node_cards, po
 from tidesched.model.node_table import NodeTable
 from tidesched.model.objects import Pod
 from tidesched.model.resource import CPU, MEMORY
+from tidesched.sim.metrics import Accounting
 from tidesched.sim.world import World, is_deleting, pod_node, pod_phase
 
 MIG_COMPUTE_SLICES = 7.0
 _MPS_REPLICAS = re.compile(r"\*1/(\d+)$")
 _MIG_PROFILE = re.compile(r"/mig-(\d+)g\.")
 MILLI = 1000.0
+
+
+def model_gpus(model: str) -> float:
+    """GPU equivalents of one unit of a card model, from its name (CARD-1 naming)."""
+    return slot_gpus(model, MPS if "/mps-" in model else MIG if "/mig-" in model else "")
 
 
 def slot_gpus(model: str, kind: str) -> float:
@@ -107,7 +113,28 @@ class GpuWorkload:
         self._catalog: CardCatalog | None = None
         self._catalog_rev = -1
         self._nodes_rev = 0
+        self._arrived = 0
+        self._arrays: tuple | None = None
+        self._arrays_size = -1
         world.listeners.append(self.on_change)
+
+    def requests(self) -> tuple[np.ndarray, ...] | None:
+        """The mix as arrays (weights, cpu, memory, cards, card resources, models), rebuilt
+        only when a new request or pod arrived since the last call."""
+        if not self.mix:
+            return None
+        if self._arrays is None or self._arrays_size != self._arrived:
+            items = list(self.mix.items())
+            self._arrays = (
+                np.array([n for _, n in items], dtype=float),
+                np.array([r.cpu for r, _ in items]),
+                np.array([r.memory for r, _ in items]),
+                np.array([r.cards for r, _ in items]),
+                [r.resources for r, _ in items],
+                [r.models for r, _ in items],
+            )
+            self._arrays_size = self._arrived
+        return self._arrays
 
     def catalog(self) -> CardCatalog:
         if self._catalog is None or self._catalog_rev != self._nodes_rev:
@@ -135,6 +162,7 @@ class GpuWorkload:
         if key not in self._seen:
             self._seen.add(key)
             self.mix[req] += 1
+            self._arrived += 1
         phase = pod_phase(new)
         if phase in ("Pending", "Running") and not is_deleting(new) and req.cards:
             whole, slices = self._gpus(req, pod_node(new))
@@ -172,46 +200,54 @@ class GpuWorkload:
         return 0.0, 0.0
 
 
-def gpu_figures(table: NodeTable, workload: GpuWorkload, *, fragmentation: bool = True) -> dict[str, float]:
-    """Capacity, allocated and unallocated GPUs of the Ready nodes in ``table``, the GPU demand
-    present and, with ``fragmentation``, the fragmented GPUs; all in GPU equivalents."""
+def gpu_figures(accounting: Accounting, workload: GpuWorkload) -> dict[str, float]:
+    """Capacity and allocated GPUs of the Ready nodes (from the metrics' running totals per
+    card model) and the GPU demand present; all in GPU equivalents."""
+    capacity = allocated = slice_units = slice_gpus = 0.0
+    for model, units in accounting.capacity.items():
+        if units:
+            size = model_gpus(model)
+            capacity += units * size
+            if "/mps-" in model:
+                slice_units += units
+                slice_gpus += units * size
+    for model, units in accounting.cards.items():
+        if units:
+            allocated += units * model_gpus(model)
+    per_slice = slice_gpus / slice_units if slice_units else 0.0
+    # Accounting and the workload count cards in milli-units.
+    demand = workload.demand_whole + workload.demand_slices / MILLI * per_slice
+    return {
+        "capacity": round(capacity / MILLI, 4),
+        "allocated": round(allocated / MILLI, 4),
+        "demand": round(demand, 4),
+        "unallocated": round(max(capacity - allocated, 0.0) / MILLI, 4),
+    }
+
+
+def fragmented_gpus(table: NodeTable, workload: GpuWorkload) -> float:
+    """FGD's fragmentation of the Ready nodes in ``table`` measured by the workload mix, in GPU
+    equivalents: one comparison of every distinct request against every node."""
     nodes: _NodeGpus = table.memo(("sim.fragmentation", "gpus"), lambda: _NodeGpus(table))
     idle = np.maximum(table.allocatable - table.used, 0.0)
-    capacity = float((table.allocatable * nodes.per_milli).sum())
     idle_gpus = (idle * nodes.per_milli).sum(axis=1)
     unallocated = float(idle_gpus.sum())
-    shared_cols = [c for d, c in nodes.dims.items() if d.endswith(".shared")]
-    slice_milli = float(table.allocatable[:, shared_cols].sum()) if shared_cols else 0.0
-    slice_gpus = float((table.allocatable[:, shared_cols] * nodes.per_milli[:, shared_cols]).sum())
-    per_slice = slice_gpus / slice_milli if slice_milli else 0.0
-    demand = workload.demand_whole + workload.demand_slices * per_slice
-    figures = {
-        "capacity": round(capacity, 4),
-        "allocated": round(capacity - unallocated, 4),
-        "demand": round(demand, 4),
-        "unallocated": round(unallocated, 4),
-    }
-    if not fragmentation:
-        return figures
-    fragmented = 0.0
-    total = sum(workload.mix.values())
-    if total and unallocated > 0:
-        cpu_col, mem_col = nodes.dims[CPU], nodes.dims[MEMORY]
-        for req, count in workload.mix.items():
-            if not req.cards:
-                fragmented += count * unallocated  # a CPU-only task can use no GPU anywhere
-                continue
-            fits = (idle[:, cpu_col] >= req.cpu) & (idle[:, mem_col] >= req.memory)
-            cols = [nodes.dims[r] for r in req.resources if r in nodes.dims]
-            if cols:
-                fits &= idle[:, cols].sum(axis=1) >= req.cards
-            else:
-                fits[:] = False
-            fits &= nodes.offers(req.models)
-            fragmented += count * float(idle_gpus[~fits].sum())
-        fragmented /= total
-    figures["fragmented"] = round(fragmented, 4)
-    return figures
+    mix = workload.requests()
+    if mix is None or unallocated <= 0:
+        return 0.0
+    weights, cpu, memory, cards, card_cols, model_sets = mix
+    fits = (idle[:, nodes.dims[CPU]][None, :] >= cpu[:, None]) & (idle[:, nodes.dims[MEMORY]][None, :] >= memory[:, None])
+    has_cards = cards > 0
+    for k in np.flatnonzero(has_cards):
+        cols = [nodes.dims[r] for r in card_cols[k] if r in nodes.dims]
+        if not cols:
+            fits[k] = False
+            continue
+        avail = idle[:, cols[0]] if len(cols) == 1 else idle[:, cols].sum(axis=1)
+        fits[k] &= (avail >= cards[k]) & nodes.offers(model_sets[k])
+    fits[~has_cards] = False  # a request for no GPU can use no idle GPU anywhere
+    stranded = (~fits) @ idle_gpus  # per request: idle GPUs on the nodes it cannot use
+    return float(weights @ stranded / weights.sum())
 
 
 def _time_weighted(points: list[tuple[float, float]]) -> float | None:

@@ -35,7 +35,7 @@ from tidesched.framework.session import Decisions
 from tidesched.scheduler import config_from_file, run_session
 from tidesched.sim.clock import Clock
 from tidesched.sim.controllers import Controllers, Timer
-from tidesched.sim.fragmentation import GpuWorkload, fragmentation_summary, gpu_figures
+from tidesched.sim.fragmentation import GpuWorkload, fragmentation_summary, fragmented_gpus, gpu_figures
 from tidesched.sim.invariants import RULE_SESSION, InvariantChecker
 from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacity_card_args, mean, percentile
 from tidesched.sim.scenario import Scenario, TimedEvent, load_scenario, object_kind
@@ -319,15 +319,16 @@ class Engine:
 
     def _add_gpus(self, step: dict[str, Any], force: bool) -> None:
         """GPU capacity, allocation and demand on every recorded step of a cluster with GPUs;
-        the fragmentation measure (a pass over the workload mix) on at most about
-        FRAGMENTATION_SAMPLES of them, spread over the run (the report shows no more)."""
+        the fragmentation measure (a pass over the nodes) on at most about
+        FRAGMENTATION_SAMPLES of them, spread over the run (the report shows fewer points)."""
+        figures = gpu_figures(self.accounting, self.gpu_workload)
+        if not figures["capacity"]:
+            return
         t = step["t"]
-        sample = force or t - self._last_frag_t >= max(self.sc.schedule_period, t / FRAGMENTATION_SAMPLES)
-        figures = gpu_figures(self.world.cache.node_table(), self.gpu_workload, fragmentation=sample)
-        if figures["capacity"] > 0:
-            step["gpus"] = figures
-            if sample:
-                self._last_frag_t = t
+        if force or t - self._last_frag_t >= max(self.sc.schedule_period, t / FRAGMENTATION_SAMPLES):
+            figures["fragmented"] = round(fragmented_gpus(self.world.cache.node_table(), self.gpu_workload), 4)
+            self._last_frag_t = t
+        step["gpus"] = figures
 
     def run_session(self, n: int, t: float) -> tuple[Decisions | None, float]:
         t0 = time.perf_counter()
