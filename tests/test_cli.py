@@ -161,3 +161,13 @@ def test_explain_shows_the_gang_timeout_reason(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "GangTimeout: gang timed out: waited 1h0m0s (timeout 10m0s) for minMember 2" in res.output
     assert "PodGroup event GangTimeout" in res.output
+
+
+def test_explain_shows_a_card_reservation(tmp_path: Path) -> None:
+    conf = tmp_path / "protect.conf"
+    conf.write_text(BASIC_CONFIG + "  - name: cardprotect\n    arguments:\n      protectedModels: [NVIDIA-H200]\n")
+    h200 = node("h200-1", cpu="64", memory="256Gi", labels={"nvidia.com/gpu.product": "NVIDIA-H200"}, nvidia_com__gpu="8")
+    f = _write(tmp_path, [node("cpu-1", cpu="2"), h200, podgroup("cpu-job", 1), pod("c", "cpu-job", cpu="4")])
+    res = runner.invoke(app, ["explain", "ns/c", "-c", str(conf), str(f)])
+    assert res.exit_code == 0, res.output
+    assert "1 Insufficient cpu, 1 node reserved for card model NVIDIA-H200" in res.output

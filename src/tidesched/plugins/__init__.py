@@ -18,6 +18,7 @@ _MODULES = (
     "overcommit",
     "capacity",
     "capacity_card",
+    "cardprotect",
 )
 
 

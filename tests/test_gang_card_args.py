@@ -1,4 +1,4 @@
-"""Gang timeout (EXT-1): the argument is validated at config load; durations read as Go's."""
+"""Arguments of the gang timeout (EXT-1) and cardprotect (EXT-2): validated at config load."""
 
 from __future__ import annotations
 
@@ -41,3 +41,32 @@ def test_annotation_values() -> None:
 
 def test_durations_read_like_go() -> None:
     assert [format_duration(s) for s in (5, 90, 600, 3600, 7322)] == ["5s", "1m30s", "10m0s", "1h0m0s", "2h2m2s"]
+
+
+# -- cardprotect arguments (EXT-2) ----------------------------------------------------------------
+
+CARD_CONFIG = """
+actions: "allocate"
+tiers:
+- plugins:
+  - name: cardprotect
+    arguments:
+      protectedModels: {value}
+"""
+
+
+@pytest.mark.parametrize("value", ["NVIDIA-H200", "[]", '["*", NVIDIA-H200]', '["A|B"]', "[1]", '[""]'])
+def test_bad_protected_models_are_refused_at_load(value: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        config_from_text(CARD_CONFIG.format(value=value), "sched.conf")
+    assert "protectedModels" in str(err.value) and "cardprotect" in str(err.value)
+
+
+@pytest.mark.parametrize("value", ['["*"]', "[NVIDIA-H200, NVIDIA-H200/mig-3g.71gb-mixed]"])
+def test_good_protected_models_load(value: str) -> None:
+    config_from_text(CARD_CONFIG.format(value=value), "sched.conf")
+
+
+def test_cardprotect_without_arguments_is_refused() -> None:
+    with pytest.raises(ConfigError, match="protectedModels"):
+        config_from_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: cardprotect\n', "sched.conf")
