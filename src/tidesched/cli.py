@@ -244,7 +244,7 @@ def quota(
     """Per queue and card model: quota, used, inqueue, pending, by the scheduler's own rules (OBS-2)."""
     from tidesched.kube.usage import report
 
-    ssn = _prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig)
+    ssn = _prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig, time.time())
     ssn.close()  # no actions: the cluster as it is
     rep = report(ssn)
     if output == OutputFormat.json:
