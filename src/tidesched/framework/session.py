@@ -217,6 +217,9 @@ class Session:
         self.bound_tasks: list[TaskInfo] = []
         self.on_dispatch: Callable[[str, str], None] | None = None  # (pod key, node): bind it now
         self.pod_condition_reasons: dict[str, str] = {}
+        # PodGroups a plugin already gave their own Warning this session (GangTimeout): close
+        # adds no generic "Unschedulable" event for them.
+        self.podgroups_warned: set[str] = set()
         self.wake_at: float | None = None
 
         self.plugins: dict[str, Plugin] = {}
@@ -689,7 +692,8 @@ class Session:
             msg = f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {self.job_fit_error(job)}"
             if job.job_fit_error:
                 msg = job.job_fit_error
-            self.event("PodGroup", job.namespace, job.name, "Warning", "Unschedulable", msg)
+            if job.uid not in self.podgroups_warned:
+                self.event("PodGroup", job.namespace, job.name, "Warning", "Unschedulable", msg)
         base = job.job_fit_error or "all nodes are unavailable"
         for t in sorted(job.tasks.values(), key=lambda t: t.key):
             if t.status == TaskStatus.PENDING:

@@ -214,6 +214,7 @@ class GangPlugin(Plugin):
         job.job_fit_error = msg
         _set_condition(job, "Unschedulable", ssn.uid, GANG_TIMEOUT, msg)
         ssn.event("PodGroup", job.namespace, job.name, "Warning", GANG_TIMEOUT, msg)
+        ssn.podgroups_warned.add(job.uid)
         for t in job.tasks.values():
             if t.status == TaskStatus.PENDING:
                 job.fit_errors[t.uid] = msg
