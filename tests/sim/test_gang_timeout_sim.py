@@ -11,7 +11,7 @@ from typing import Any
 from builders import BASIC_CONFIG
 from sim.test_engine import h200_node, load, queue, train_job
 
-from tidesched.sim import run
+from tidesched.sim import run, summary_lines
 from tidesched.sim.report import render_html
 
 
@@ -40,6 +40,7 @@ def test_timed_out_gang_is_reported_at_its_due_session(tmp_path: Path) -> None:
     assert r["invariants"]["violations"] == []
     jobs = {j["name"]: j for j in r["jobs"]}
     assert jobs["ml/big"]["started"] is None and jobs["ml/small"]["phase"] == "Completed"
+    assert "gangs timed out: 1 (ml/big)" in summary_lines(sim)
     html = render_html(r)
     assert "Gang timeouts" in html and "ml/big" in html
 
