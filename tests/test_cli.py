@@ -139,7 +139,7 @@ def test_schedule_now_sets_the_session_time_for_gang_timeouts(tmp_path: Path) ->
     late_events = json.loads(late.stdout)["events"]
     assert "GangTimeout" not in early_reasons
     timeout = [e for e in late_events if e["reason"] == "GangTimeout"]
-    assert timeout and timeout[0]["kind"] == "PodGroup" and "waited 10m0s (timeout 10m0s)" in timeout[0]["message"]
+    assert timeout and timeout[0]["kind"] == "PodGroup" and "waited 10m0s since 2026-01-01T00:00:00Z for minMember 2" in timeout[0]["message"]
     # Without --now the session's time is the current time: a gang created in 2000 is past due.
     old = _timeout_objects()
     old[1]["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z"
@@ -159,7 +159,7 @@ def test_explain_shows_the_gang_timeout_reason(tmp_path: Path) -> None:
     f = _write(tmp_path, _timeout_objects())
     res = runner.invoke(app, ["explain", "ns/b", "-c", str(_config(tmp_path)), "--now", "2026-01-01T01:00:00Z", str(f)])
     assert res.exit_code == 0, res.output
-    assert "GangTimeout: gang timed out: waited 1h0m0s (timeout 10m0s) for minMember 2" in res.output
+    assert "GangTimeout: gang timed out: waited 10m0s since 2026-01-01T00:00:00Z for minMember 2" in res.output
     assert "PodGroup event GangTimeout" in res.output
 
 

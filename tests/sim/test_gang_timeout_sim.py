@@ -35,7 +35,7 @@ def test_timed_out_gang_is_reported_at_its_due_session(tmp_path: Path) -> None:
     r = sim.result
     # Created at t=0, due at 610 s: the first session at or after it is the one at 660 s.
     assert [(g["podgroup"], g["t"]) for g in r["gang_timeouts"]] == [("ml/big", 660.0)]
-    assert "waited 11m0s (timeout 10m10s) for minMember 2, 0 of 2 tasks scheduled" in r["gang_timeouts"][0]["message"]
+    assert "waited 10m10s since 2025-01-01T00:00:00Z for minMember 2, 0 of 2 tasks scheduled" in r["gang_timeouts"][0]["message"]
     assert r["summary"]["gangs_timed_out"] == 1
     assert r["invariants"]["violations"] == []
     jobs = {j["name"]: j for j in r["jobs"]}

@@ -25,6 +25,7 @@ pods now (so a restarted member of a gang that ran can rejoin).
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from tidesched.framework.plugin import ABSTAIN, PERMIT, REJECT, Plugin, ValidateResult, register_plugin
@@ -53,6 +54,10 @@ def format_duration(seconds: float) -> str:
     if m:
         return f"{m}m{s}s"
     return f"{s}s"
+
+
+def _rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_timeout(raw: object) -> tuple[float | None, str]:
@@ -118,10 +123,12 @@ class GangPlugin(Plugin):
             roles = "".join(
                 f", {job.allocated_roles(r)} of {m} {r}" for r, m in sorted(job.task_min_available.items()) if m
             )
+            # Only stable facts in the message: a text that changed every session (the time
+            # waited so far) would rewrite each pod's condition and the PodGroup every period.
             self.timed_out[job.uid] = (
-                f"gang timed out: waited {format_duration(ssn.now - job.creation)} "
-                f"(timeout {format_duration(timeout)}) for minMember {job.min_available}, "
-                f"{ready} of {job.min_available} tasks scheduled{roles}; its pods are no longer scheduled"
+                f"gang timed out: waited {format_duration(timeout)} since {_rfc3339(job.creation)} "
+                f"for minMember {job.min_available}, {ready} of {job.min_available} tasks scheduled{roles}; "
+                "its pods are no longer scheduled"
             )
             if job.phase == PodGroupPhase.INQUEUE:
                 job.phase = PodGroupPhase.PENDING  # releases what admission reserved for it
