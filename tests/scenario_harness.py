@@ -8,6 +8,7 @@ Format (one scenario per YAML document; a file may hold many)::
     scheduler_config: |            # Volcano scheduler config text (or a mapping)
       actions: "enqueue, allocate"
       tiers: ...
+    now: "2024-01-01T00:10:00Z"    # the session's time (RFC 3339); default: the epoch
     objects: [ ...manifests... ]   # pods without schedulerName get "volcano"
     expect:
       bound: {ns/pod: node}        # exact; {} when omitted
@@ -17,6 +18,8 @@ Format (one scenario per YAML document; a file may hold many)::
       events:                      # each must be present
         - {kind: Pod, name: p1, reason: FailedScheduling, message_contains: "Insufficient cpu"}
       absent_events: [...]         # each must NOT be present (same matching)
+      podgroup_conditions: {ns/pg: [{type: Unschedulable, reason: GangTimeout}]}  # each present
+      pod_condition_reasons: {ns/pod: GangTimeout}  # exact, when given
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import yaml
 
 from tidesched.framework.session import Decisions
 from tidesched.model.loader import Manifest
+from tidesched.model.objects import parse_time
 from tidesched.scheduler import config_from_text, schedule_manifests
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
@@ -51,7 +55,8 @@ def run_scenario(doc: dict[str, Any]) -> Decisions:
         if obj.get("kind") == "Pod":
             obj.setdefault("spec", {}).setdefault("schedulerName", "volcano")
         manifests.append(Manifest(f"objects[{i}]", obj))
-    _ssn, decisions = schedule_manifests(manifests, config)
+    now = parse_time(doc["now"], "now") if doc.get("now") else 0.0
+    _ssn, decisions = schedule_manifests(manifests, config, now=now)
     return decisions
 
 
@@ -79,6 +84,15 @@ def check_expectations(doc: dict[str, Any], decisions: Decisions) -> list[str]:
     for pg, phase in (expect.get("podgroup_phase") or {}).items():
         if out["podgroups"].get(pg) != phase:
             problems.append(f"podgroup {pg}: expected phase {phase}, got {out['podgroups'].get(pg)}")
+    for pg, conds in (expect.get("podgroup_conditions") or {}).items():
+        have = decisions.podgroup_conditions.get(pg, [])
+        for want_c in conds:
+            if not any(all(h.get(k) == v for k, v in want_c.items()) for h in have):
+                problems.append(f"podgroup {pg}: no condition like {want_c}; conditions were {have}")
+    if "pod_condition_reasons" in expect and decisions.pod_condition_reasons != (expect["pod_condition_reasons"] or {}):
+        problems.append(
+            f"pod_condition_reasons: expected {expect['pod_condition_reasons']}, got {decisions.pod_condition_reasons}"
+        )
     for ev in expect.get("events") or []:
         if not any(_event_matches(ev, e) for e in out["events"]):
             problems.append(f"missing event {ev}; events were: {out['events']}")

@@ -117,3 +117,57 @@ def test_an_integer_field_that_is_no_integer_is_a_clear_error(tmp_path: Path, va
     result = runner.invoke(app, ["schedule", str(p)])
     assert result.exit_code == 2, result.output
     assert "spec.minMember" in result.output and "Traceback" not in result.output
+
+
+# -- --now and the gang timeout (EXT-1) ---------------------------------------------------------
+
+
+def _timeout_objects() -> list[dict]:
+    pg = podgroup("pg", 2)
+    pg["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    pg["metadata"]["annotations"] = {"scheduling.tidesched.io/gang-timeout-seconds": "600"}
+    return [node("n1", cpu="2"), pg, pod("a", "pg", cpu="2"), pod("b", "pg", cpu="2")]
+
+
+def test_schedule_now_sets_the_session_time_for_gang_timeouts(tmp_path: Path) -> None:
+    f = _write(tmp_path, _timeout_objects())
+    cfg = str(_config(tmp_path))
+    early = runner.invoke(app, ["schedule", "-c", cfg, "-o", "json", "--now", "2026-01-01T00:05:00Z", str(f)])
+    late = runner.invoke(app, ["schedule", "-c", cfg, "-o", "json", "--now", "2026-01-01T08:10:00+08:00", str(f)])
+    assert early.exit_code == 0 and late.exit_code == 0, early.output + late.output
+    early_reasons = {e["reason"] for e in json.loads(early.stdout)["events"]}
+    late_events = json.loads(late.stdout)["events"]
+    assert "GangTimeout" not in early_reasons
+    timeout = [e for e in late_events if e["reason"] == "GangTimeout"]
+    assert timeout and timeout[0]["kind"] == "PodGroup" and "waited 10m0s since 2026-01-01T00:00:00Z for minMember 2" in timeout[0]["message"]
+    # Without --now the session's time is the current time: a gang created in 2000 is past due.
+    old = _timeout_objects()
+    old[1]["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z"
+    res = runner.invoke(app, ["schedule", "-c", cfg, "-o", "json", str(_write(tmp_path, old, "old.yaml"))])
+    assert res.exit_code == 0, res.output
+    assert any(e["reason"] == "GangTimeout" for e in json.loads(res.stdout)["events"])
+
+
+def test_schedule_now_refuses_bad_times(tmp_path: Path) -> None:
+    f = _write(tmp_path, _timeout_objects())
+    for bad, words in (("yesterday", "not an RFC 3339 time"), ("2026-01-01T00:00:00", "no time zone")):
+        res = runner.invoke(app, ["schedule", "--now", bad, str(f)])
+        assert res.exit_code == 2 and "--now" in res.output and words in res.output, res.output
+
+
+def test_explain_shows_the_gang_timeout_reason(tmp_path: Path) -> None:
+    f = _write(tmp_path, _timeout_objects())
+    res = runner.invoke(app, ["explain", "ns/b", "-c", str(_config(tmp_path)), "--now", "2026-01-01T01:00:00Z", str(f)])
+    assert res.exit_code == 0, res.output
+    assert "GangTimeout: gang timed out: waited 10m0s since 2026-01-01T00:00:00Z for minMember 2" in res.output
+    assert "PodGroup event GangTimeout" in res.output
+
+
+def test_explain_shows_a_card_reservation(tmp_path: Path) -> None:
+    conf = tmp_path / "protect.conf"
+    conf.write_text(BASIC_CONFIG + "  - name: cardprotect\n    arguments:\n      protectedModels: [NVIDIA-H200]\n")
+    h200 = node("h200-1", cpu="64", memory="256Gi", labels={"nvidia.com/gpu.product": "NVIDIA-H200"}, nvidia_com__gpu="8")
+    f = _write(tmp_path, [node("cpu-1", cpu="2"), h200, podgroup("cpu-job", 1), pod("c", "cpu-job", cpu="4")])
+    res = runner.invoke(app, ["explain", "ns/c", "-c", str(conf), str(f)])
+    assert res.exit_code == 0, res.output
+    assert "1 Insufficient cpu, 1 node reserved for card model NVIDIA-H200" in res.output

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -38,7 +40,23 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def _prepare(paths: list[Path], config: Optional[Path], scheduler_names: list[str], skip_invalid: bool) -> Session:
+def _session_time(now: Optional[str]) -> float:
+    """``--now`` (RFC 3339, with its zone) as seconds since the epoch; the current time when
+    not given."""
+    if now is None:
+        return time.time()
+    try:
+        when = datetime.fromisoformat(now.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        _fail(f"--now: {now!r} is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z)")
+        raise
+    if when.tzinfo is None:
+        _fail(f"--now: {now!r} has no time zone (end it with Z or an offset such as +08:00)")
+    return when.timestamp()
+
+
+def _prepare(paths: list[Path], config: Optional[Path], scheduler_names: list[str], skip_invalid: bool,
+             now: float = 0.0) -> Session:
     try:
         cfg = config_from_file(config)
         manifests = load_paths(paths)
@@ -53,7 +71,7 @@ def _prepare(paths: list[Path], config: Optional[Path], scheduler_names: list[st
         )
     for w in cfg.warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
-    return open_session(snapshot, cfg, scheduler_names=scheduler_names)
+    return open_session(snapshot, cfg, scheduler_names=scheduler_names, now=now)
 
 
 PathsArg = Annotated[list[Path], typer.Argument(help="YAML/JSON manifest files or directories.")]
@@ -64,6 +82,10 @@ NamesOpt = Annotated[
     list[str], typer.Option("--scheduler-name", help="schedulerName(s) this scheduler serves.")
 ]
 SkipOpt = Annotated[bool, typer.Option("--skip-invalid", help="Skip malformed objects instead of failing.")]
+NowOpt = Annotated[
+    Optional[str],
+    typer.Option("--now", help="The session's time, RFC 3339 (default: the current time); gang timeouts count to it."),
+]
 OptionalPathsArg = Annotated[
     Optional[list[Path]], typer.Argument(help="YAML/JSON manifest files or directories (or use --kubeconfig).")
 ]
@@ -79,9 +101,10 @@ def schedule(
     output: Annotated[OutputFormat, typer.Option("--format", "-o", help="Output format.")] = OutputFormat.table,
     scheduler_name: NamesOpt = [DEFAULT_SCHEDULER_NAME],  # noqa: B006 - typer reads the default
     skip_invalid: SkipOpt = False,
+    now: NowOpt = None,
 ) -> None:
     """Run one scheduling session over manifests and print its decisions."""
-    ssn = _prepare(paths, config, scheduler_name, skip_invalid)
+    ssn = _prepare(paths, config, scheduler_name, skip_invalid, _session_time(now))
     decisions = ssn.run()
     if output == OutputFormat.json:
         sys.stdout.write(json.dumps(decisions.to_json(), indent=2, sort_keys=False) + "\n")
@@ -125,11 +148,12 @@ def explain(
     scheduler_name: NamesOpt = [DEFAULT_SCHEDULER_NAME],  # noqa: B006
     skip_invalid: SkipOpt = False,
     kubeconfig: KubeconfigOpt = None,
+    now: NowOpt = None,
 ) -> None:
     """Say why a pod would stay pending (or where it would go)."""
     if "/" not in pod:
         pod = f"default/{pod}"
-    ssn = _prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig)
+    ssn = _prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig, _session_time(now))
     task = next((t for t in ssn.tasks.values() if t.key == pod), None)
     decisions = ssn.run()
     if task is None:
@@ -161,7 +185,8 @@ def explain_lines(ssn: Session, decisions: Decisions, pod: str) -> list[str]:
     if isinstance(fe, FitErrors):
         lines.append("Nodes: " + fe.error())
     elif fe:
-        lines.append(f"Gang: {fe}")
+        reason = decisions.pod_condition_reasons.get(pod)
+        lines.append(f"{reason}: {fe}" if reason else f"Gang: {fe}")
     for e in decisions.events:
         if (e.kind == "Pod" and f"{e.namespace}/{e.name}" == pod) or (
             e.kind == "PodGroup" and f"{e.namespace}/{e.name}" == job.uid
@@ -174,12 +199,12 @@ def explain_lines(ssn: Session, decisions: Decisions, pod: str) -> list[str]:
 
 
 def _prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_names: list[str],
-                 skip_invalid: bool, kubeconfig: Optional[Path]) -> Session:
+                 skip_invalid: bool, kubeconfig: Optional[Path], now: float = 0.0) -> Session:
     """``_prepare`` over manifests, or over a live cluster's objects with ``--kubeconfig``."""
     if kubeconfig is None:
         if not paths:
             _fail("give manifest files/directories, or --kubeconfig for a live cluster")
-        return _prepare(paths or [], config, scheduler_names, skip_invalid)
+        return _prepare(paths or [], config, scheduler_names, skip_invalid, now)
     from tidesched.kube.commands import live_snapshot
 
     try:
@@ -193,7 +218,7 @@ def _prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_
         raise
     for p in snapshot.problems:
         err.print(f"[yellow]warning:[/] {p.message}", highlight=False)
-    return open_session(snapshot, cfg, scheduler_names=scheduler_names)
+    return open_session(snapshot, cfg, scheduler_names=scheduler_names, now=now)
 
 
 @app.command(
@@ -219,7 +244,7 @@ def quota(
     """Per queue and card model: quota, used, inqueue, pending, by the scheduler's own rules (OBS-2)."""
     from tidesched.kube.usage import report
 
-    ssn = _prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig)
+    ssn = _prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig, time.time())
     ssn.close()  # no actions: the cluster as it is
     rep = report(ssn)
     if output == OutputFormat.json:

@@ -97,8 +97,10 @@ def schedule_manifests(
     config: SchedulerConfig,
     *,
     scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
+    now: float = 0.0,
 ) -> tuple[Session, Decisions]:
-    """What ``tidesched schedule`` does after loading its inputs."""
+    """What ``tidesched schedule`` does after loading its inputs (``now``: the session's time,
+    seconds since the epoch)."""
     snapshot = build_snapshot(manifests, scheduler_names=scheduler_names)
-    ssn = open_session(snapshot, config, scheduler_names=scheduler_names)
+    ssn = open_session(snapshot, config, scheduler_names=scheduler_names, now=now)
     return ssn, ssn.run()

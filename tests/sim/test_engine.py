@@ -187,6 +187,7 @@ def test_result_schema(tmp_path: Path) -> None:
         "steps",
         "jobs",
         "events",
+        "gang_timeouts",
         "invariants",
         "summary",
     }

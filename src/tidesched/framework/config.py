@@ -39,7 +39,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,6 +294,19 @@ class Arguments(Mapping[str, Any]):
         if not isinstance(value, str):
             raise self._bad(key, "a string", value, " (quote the value)")
         return value
+
+    def bad_value(self, key: str, expected: str, value: Any) -> ConfigError:
+        """The error for a value of the right type that a plugin still refuses (its range)."""
+        return self._bad(key, expected, value)
+
+    def get_str_list(self, key: str, default: Sequence[str] = ()) -> list[str]:
+        """A list of strings (e.g. ``protectedModels``)."""
+        value = self._lookup(key)
+        if value is None:
+            return list(default)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self._bad(key, "a list of strings", value)
+        return list(value)
 
     def get_mapping(self, key: str, default: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """A nested mapping argument (e.g. ``podOwnerReferenceToServiceType``)."""

@@ -33,6 +33,11 @@ class Plugin:
         Plugins read their arguments in ``__init__``, so building one validates them."""
         cls(arguments)
 
+    def before_session_open(self, ssn: "Session") -> None:
+        """Runs for every plugin before any plugin's ``on_session_open``: for decisions other
+        plugins must see when they open (the gang timeout takes a timed-out PodGroup out of
+        Inqueue before the queue plugins count what admitted jobs hold)."""
+
     def on_session_open(self, ssn: "Session") -> None:  # pragma: no cover - interface
         pass
 

@@ -103,6 +103,12 @@ class Decisions:
     queue_allocated: dict[str, dict[str, str]]
     events: list[Event]
     eviction_reasons: dict[str, str] = field(default_factory=dict)
+    # Pods left pending for a reason other than "Unschedulable" (the PodScheduled=False
+    # condition's reason, e.g. GangTimeout), by pod key.
+    pod_condition_reasons: dict[str, str] = field(default_factory=dict)
+    # The earliest session time (seconds since the epoch) at which a time-based rule (a gang
+    # timeout) falls due, if any: a world that skips idle sessions must hold one then.
+    wake_at: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -210,6 +216,11 @@ class Session:
         self.evicted: dict[str, str] = {}
         self.bound_tasks: list[TaskInfo] = []
         self.on_dispatch: Callable[[str, str], None] | None = None  # (pod key, node): bind it now
+        self.pod_condition_reasons: dict[str, str] = {}
+        # PodGroups a plugin already gave their own Warning this session (GangTimeout): close
+        # adds no generic "Unschedulable" event for them.
+        self.podgroups_warned: set[str] = set()
+        self.wake_at: float | None = None
 
         self.plugins: dict[str, Plugin] = {}
         for tier in self.tiers:
@@ -217,6 +228,8 @@ class Session:
                 cls = PLUGINS[opt.name]
                 plugin = cls(opt.args)
                 self.plugins[opt.name] = plugin
+        for plugin in self.plugins.values():
+            plugin.before_session_open(self)
         for plugin in self.plugins.values():
             plugin.on_session_open(self)
 
@@ -227,6 +240,11 @@ class Session:
 
     def event(self, kind: str, namespace: str, name: str, type_: str, reason: str, message: str) -> None:
         self.events.append(Event(kind, namespace, name, type_, reason, message))
+
+    def wake(self, at: float) -> None:
+        """A time-based rule falls due at ``at`` (see ``Decisions.wake_at``)."""
+        if at > self.now and (self.wake_at is None or at < self.wake_at):
+            self.wake_at = at
 
     def job_of(self, task: TaskInfo) -> JobInfo | None:
         return self.jobs.get(task.job)
@@ -627,6 +645,8 @@ class Session:
             queue_allocated=queue_allocated,
             events=self.events,
             eviction_reasons=dict(self.evicted),
+            pod_condition_reasons=dict(self.pod_condition_reasons),
+            wake_at=self.wake_at,
         )
 
     def queue_allocated(self) -> dict[str, Resource]:
@@ -672,7 +692,8 @@ class Session:
             msg = f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {self.job_fit_error(job)}"
             if job.job_fit_error:
                 msg = job.job_fit_error
-            self.event("PodGroup", job.namespace, job.name, "Warning", "Unschedulable", msg)
+            if job.uid not in self.podgroups_warned:
+                self.event("PodGroup", job.namespace, job.name, "Warning", "Unschedulable", msg)
         base = job.job_fit_error or "all nodes are unavailable"
         for t in sorted(job.tasks.values(), key=lambda t: t.key):
             if t.status == TaskStatus.PENDING:

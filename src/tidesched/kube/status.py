@@ -14,7 +14,7 @@
   ``status.allocated`` through the ``status`` subresource (a whole-object PUT for PodGroups when
   the CRD has none, as Volcano's does not) with optimistic concurrency: a 409 Conflict re-reads
   the object and retries; the ``PodScheduled=False`` condition (reason
-  ``Unschedulable`` and the session's message, the same text ``explain`` prints) on pods left
+  ``Unschedulable``, or the session's own such as ``GangTimeout``, and the session's message, the same text ``explain`` prints) on pods left
   pending. Only changes are written. The writer always works on the latest session's decisions
   (older ones still queued are dropped), so a slow API server cannot build a backlog.
 """
@@ -447,7 +447,9 @@ class StatusWriter:
             self._guarded(self._write_queue, name, desired)
         for e in d.events:
             if e.kind == "Pod" and e.reason == "FailedScheduling":
-                self._guarded(self._write_pod_condition, f"{e.namespace}/{e.name}", e.message, now)
+                key = f"{e.namespace}/{e.name}"
+                reason = d.pod_condition_reasons.get(key, "Unschedulable")
+                self._guarded(self._write_pod_condition, key, e.message, now, reason)
 
     def _guarded(self, fn: Any, *args: Any) -> None:
         try:
@@ -549,7 +551,7 @@ class StatusWriter:
             name, obj, build, same, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/queues/{name}", "queues"
         )
 
-    def _write_pod_condition(self, key: str, message: str, now: str) -> None:
+    def _write_pod_condition(self, key: str, message: str, now: str, reason: str = "Unschedulable") -> None:
         pod = self.store.get(POD, key)
         if pod is None or (pod.get("spec") or {}).get("nodeName") or self.store.is_assumed(key):
             return
@@ -557,11 +559,11 @@ class StatusWriter:
             if (
                 c.get("type") == "PodScheduled"
                 and c.get("status") == "False"
-                and c.get("reason") == "Unschedulable"
+                and c.get("reason") == reason
                 and c.get("message") == message
             ):
                 return
-        if self._written.get(key) == (pod["metadata"].get("resourceVersion"), message):
+        if self._written.get(key) == (pod["metadata"].get("resourceVersion"), (reason, message)):
             return
         ns, name = key.split("/", 1)
         patch = {
@@ -570,7 +572,7 @@ class StatusWriter:
                     {
                         "type": "PodScheduled",
                         "status": "False",
-                        "reason": "Unschedulable",
+                        "reason": reason,
                         "message": message,
                         "lastTransitionTime": now,
                     }
@@ -580,4 +582,4 @@ class StatusWriter:
         # Strategic merge: the condition joins the pod's others by type instead of replacing them.
         self.kube.patch(f"/api/v1/namespaces/{ns}/pods/{name}/status", patch, strategic=True)
         self.writes += 1
-        self._written[key] = (pod["metadata"].get("resourceVersion"), message)
+        self._written[key] = (pod["metadata"].get("resourceVersion"), (reason, message))

@@ -71,6 +71,17 @@ _WELL_KNOWN_CARD_RESOURCE = re.compile(
 )
 
 
+def is_product_label(key: str) -> bool:
+    """``<vendor-domain>/<type>.product`` naming a whole-card product (not a MIG slice label)."""
+    m = _PRODUCT_LABEL.match(key)
+    return m is not None and not m.group("type").startswith("mig-")
+
+
+def model_product(model: str) -> str:
+    """The product a model is a card or slice of: ``NVIDIA-H200/mig-1g.18gb-mixed`` → ``NVIDIA-H200``."""
+    return model.split("/", 1)[0]
+
+
 def is_mig_resource(name: str) -> bool:
     return name.startswith(MIG_RESOURCE_PREFIX)
 

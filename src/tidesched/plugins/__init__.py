@@ -19,6 +19,7 @@ _MODULES = (
     "capacity",
     "capacity_card",
     "nodegroup",
+    "cardprotect",
 )
 
 

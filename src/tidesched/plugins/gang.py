@@ -10,30 +10,136 @@
 - On close: PodGroup condition Unschedulable (NotEnoughResources, with the reason) for jobs
   with tasks that are not ready — unless their terminating pods still on nodes cover
   minMember — and Scheduled for the others.
+
+Gang timeout (SPEC EXT-1, seed 003 §4.2): a PodGroup that has never reached its minimums
+within its wait time — annotation ``scheduling.tidesched.io/gang-timeout-seconds``, else the
+argument ``defaultGangTimeoutSeconds`` for PodGroups of more than one member — counted from
+its creationTimestamp to the session's time, stops holding the cluster: it is taken out of
+Inqueue before the queue plugins open, JobValid and JobEnqueueable refuse it (so nothing of it
+is allocated, pipelined or admitted), and on close it gets condition Unschedulable with
+reason GangTimeout, a Warning event GangTimeout, and its pending pods PodScheduled=False with
+reason GangTimeout. "Reached" is remembered by the PodGroup itself: phase Running or
+Completed, or a Scheduled=True condition (written when the gang was ready), or enough placed
+pods now (so a restarted member of a gang that ran can rejoin).
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from tidesched.framework.plugin import PERMIT, REJECT, Plugin, ValidateResult, register_plugin
-from tidesched.model.status import TaskStatus
+from tidesched.framework.plugin import ABSTAIN, PERMIT, REJECT, Plugin, ValidateResult, register_plugin
+from tidesched.model.status import PodGroupPhase, TaskStatus
 
 if TYPE_CHECKING:
+    from tidesched.framework.config import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, TaskInfo
 
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 NOT_ENOUGH_PODS = "NotEnoughTasks"
 NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+GANG_TIMEOUT = "GangTimeout"
+GANG_TIMEOUT_ANNOTATION = "scheduling.tidesched.io/gang-timeout-seconds"
+DEFAULT_TIMEOUT_ARGUMENT = "defaultGangTimeoutSeconds"
+
+
+def format_duration(seconds: float) -> str:
+    """Go's time.Duration style, to the second: 90 → "1m30s", 7200 → "2h0m0s"."""
+    total = int(round(seconds))
+    h, rest = divmod(total, 3600)
+    m, s = divmod(rest, 60)
+    if h:
+        return f"{h}h{m}m{s}s"
+    if m:
+        return f"{m}m{s}s"
+    return f"{s}s"
+
+
+def _rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_timeout(raw: object) -> tuple[float | None, str]:
+    """The annotation's value as seconds (a positive number), or (None, why not)."""
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        return None, f"annotation {GANG_TIMEOUT_ANNOTATION}={raw!r} is not a positive number of seconds"
+    return value, ""
+
+
+def reached_minimum(job: "JobInfo") -> bool:
+    """Has the gang ever reached minMember (and its per-task minimums)? The PodGroup's own
+    status remembers it; pods placed now count too."""
+    pg = job.pod_group
+    if pg.phase in (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED):
+        return True
+    if any(c.get("type") == "Scheduled" and c.get("status") == "True" for c in pg.conditions):
+        return True
+    return job.ready_task_num() >= job.min_available and job.check_task_ready()
 
 
 @register_plugin
 class GangPlugin(Plugin):
     name = "gang"
 
+    def __init__(self, arguments: "Arguments") -> None:
+        super().__init__(arguments)
+        self.default_timeout: float | None = None
+        if arguments.get(DEFAULT_TIMEOUT_ARGUMENT) is not None:
+            value = arguments.get_float(DEFAULT_TIMEOUT_ARGUMENT, 0.0)
+            if not 0 < value < float("inf"):
+                raise arguments.bad_value(DEFAULT_TIMEOUT_ARGUMENT, "a positive number of seconds", value)
+            self.default_timeout = value
+        self.timed_out: dict[str, str] = {}  # job uid -> message, for this session
+
+    def timeout_of(self, ssn: "Session", job: "JobInfo") -> float | None:
+        raw = job.pod_group.meta.annotations.get(GANG_TIMEOUT_ANNOTATION)
+        if raw is not None:
+            value, problem = parse_timeout(raw)
+            if value is not None:
+                return value
+            ssn.event("PodGroup", job.namespace, job.name, "Warning", "InvalidGangTimeout",
+                      f"PodGroup {job.uid}: {problem}; " + (
+                          f"using {DEFAULT_TIMEOUT_ARGUMENT} ({format_duration(self.default_timeout)})"
+                          if self.default_timeout is not None else "no gang timeout"))
+        # The default is for gangs: a single-pod group (a Deployment's pod) is not timed out.
+        return self.default_timeout if job.min_available > 1 else None
+
+    def before_session_open(self, ssn: "Session") -> None:
+        self.timed_out = {}
+        for job in ssn.jobs.values():
+            timeout = self.timeout_of(ssn, job)
+            if timeout is None or not job.creation or reached_minimum(job):
+                continue
+            due = job.creation + timeout
+            if ssn.now < due:
+                ssn.wake(due)
+                continue
+            ready = job.ready_task_num()
+            roles = "".join(
+                f", {job.allocated_roles(r)} of {m} {r}" for r, m in sorted(job.task_min_available.items()) if m
+            )
+            # Only stable facts in the message: a text that changed every session (the time
+            # waited so far) would rewrite each pod's condition and the PodGroup every period.
+            self.timed_out[job.uid] = (
+                f"gang timed out: waited {format_duration(timeout)} since {_rfc3339(job.creation)} "
+                f"for minMember {job.min_available}, {ready} of {job.min_available} tasks scheduled{roles}; "
+                "its pods are no longer scheduled"
+            )
+            if job.phase == PodGroupPhase.INQUEUE:
+                job.phase = PodGroupPhase.PENDING  # releases what admission reserved for it
+
     def on_session_open(self, ssn: "Session") -> None:
+        timed_out = self.timed_out
+
         def valid(job: "JobInfo") -> ValidateResult | None:
+            msg = timed_out.get(job.uid)
+            if msg is not None:
+                return ValidateResult(False, GANG_TIMEOUT, msg)
             if not job.check_task_valid():
                 return ValidateResult(
                     False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
@@ -48,6 +154,8 @@ class GangPlugin(Plugin):
             return None
 
         ssn.add_fn("job_valid", self.name, valid)
+        if timed_out:
+            ssn.add_fn("job_enqueueable", self.name, lambda job: REJECT if job.uid in timed_out else ABSTAIN)
 
         def evictable(_actor: "TaskInfo", evictees: list["TaskInfo"]) -> tuple[list["TaskInfo"], int]:
             occupied: dict[str, int] = {}
@@ -86,6 +194,10 @@ class GangPlugin(Plugin):
 
     def on_session_close(self, ssn: "Session") -> None:
         for job in ssn.jobs.values():
+            msg = self.timed_out.get(job.uid)
+            if msg is not None:
+                self._close_timed_out(ssn, job, msg)
+                continue
             if not job.tasks:
                 continue  # a PodGroup whose pods do not exist yet has nothing to report
             releasing_on_node = sum(
@@ -102,6 +214,18 @@ class GangPlugin(Plugin):
                         job.fit_errors[t.uid] = msg
             else:
                 _set_condition(job, "Scheduled", ssn.uid, "tasks in gang are ready to be scheduled", "")
+
+
+    @staticmethod
+    def _close_timed_out(ssn: "Session", job: "JobInfo", msg: str) -> None:
+        job.job_fit_error = msg
+        _set_condition(job, "Unschedulable", ssn.uid, GANG_TIMEOUT, msg)
+        ssn.event("PodGroup", job.namespace, job.name, "Warning", GANG_TIMEOUT, msg)
+        ssn.podgroups_warned.add(job.uid)
+        for t in job.tasks.values():
+            if t.status == TaskStatus.PENDING:
+                job.fit_errors[t.uid] = msg
+                ssn.pod_condition_reasons[t.key] = GANG_TIMEOUT
 
 
 def _set_condition(job: "JobInfo", type_: str, transition: str, reason: str, message: str) -> None:

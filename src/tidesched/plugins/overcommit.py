@@ -98,7 +98,7 @@ class OvercommitPlugin(Plugin):
         for job in ssn.jobs.values():
             if job.min_resources is None:
                 continue
-            phase = job.pod_group.phase
+            phase = job.phase  # as read from the cluster, less a gang timed out at open
             if phase == PodGroupPhase.INQUEUE:
                 inqueue.add(job.min_resources)
             elif phase == PodGroupPhase.RUNNING:

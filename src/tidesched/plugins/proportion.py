@@ -170,8 +170,9 @@ class ProportionPlugin(Plugin):
             for t in job.tasks.values():
                 if t.status == TaskStatus.PENDING:
                     attr.request.add(t.resreq)
-            # Resources already promised to admitted jobs (phase as read from the cluster).
-            phase = job.pod_group.phase
+            # Resources already promised to admitted jobs (phase as read from the cluster, less
+            # a gang timed out at open).
+            phase = job.phase
             if job.min_resources is not None:
                 if phase == PodGroupPhase.INQUEUE:
                     attr.inqueue.add(reserved_for(job))

@@ -120,6 +120,8 @@ class Engine:
         }
         self._last_sig: dict[str, Any] = {}
         self._last_frag_t = -math.inf
+        # PodGroups whose gang timed out (EXT-1): key -> when first reported, and why.
+        self.gang_timeouts: dict[str, dict[str, Any]] = {}
         self._last_record_k = -1
         self._stopped = ""
 
@@ -351,6 +353,10 @@ class Engine:
     def apply(self, d: Decisions, t: float) -> Applied:
         for e in d.events:
             self.log.add(t, e.kind, e.namespace, e.name, e.type, e.reason, e.message)
+            if e.kind == "PodGroup" and e.reason == "GangTimeout":
+                self.gang_timeouts.setdefault(
+                    f"{e.namespace}/{e.name}", {"podgroup": f"{e.namespace}/{e.name}", "t": t, "message": e.message}
+                )
         # Evictions are counted against their workload while the pod still exists.
         for key in sorted(d.evicted):
             self.tracker.evicted(key)
@@ -433,6 +439,10 @@ class Engine:
                 pass  # the reference run: the next period's session runs all the same
             elif idle:
                 te = clock.peek_time()
+                if d is not None and d.wake_at is not None:
+                    # A time-based rule (a gang timeout) falls due then: hold a session.
+                    wake = d.wake_at - EPOCH
+                    te = wake if te is None else min(te, wake)
                 gap = k + max(1, math.ceil(sc.max_idle_gap / period)) if sc.max_idle_gap else None
                 if te is None:
                     if gap is None or end is None or d is None:
@@ -497,6 +507,7 @@ class Engine:
             "events_total": self.log.total,
             "events_dropped": self.log.dropped,
             "events_by_reason": dict(sorted(self.log.by_reason.items())),
+            "gangs_timed_out": len(self.gang_timeouts),
             "config": self._config_name(),
             "stopped": self.sc_stop_reason(),
         }
@@ -511,6 +522,7 @@ class Engine:
             "steps": self.steps,
             "jobs": jobs,
             "events": events,
+            "gang_timeouts": sorted(self.gang_timeouts.values(), key=lambda g: (g["t"], g["podgroup"])),
             "invariants": {
                 "checked_steps": self.invariants.checked_steps,
                 "violations": [v.to_dict() for v in self.invariants.violations],
@@ -586,6 +598,10 @@ def summary_lines(run_: SimulationRun) -> list[str]:
             f"GPUs: {s['mean_gpu_allocation'] * 100:.1f}% allocated on average"
             + (f", {frag * 100:.1f}% of the unallocated stranded by fragmentation (FGD)" if frag is not None else "")
         )
+    if s.get("gangs_timed_out"):
+        names = ", ".join(g["podgroup"] for g in r.get("gang_timeouts", [])[:5])
+        more = " …" if s["gangs_timed_out"] > 5 else ""
+        lines.append(f"gangs timed out: {s['gangs_timed_out']} ({names}{more})")
     viol = r["invariants"]["violations"]
     lines.append(
         f"invariants: {r['invariants']['checked_steps']} steps checked, "
