@@ -204,10 +204,12 @@ def group_lines(ssn: Session, decisions: Decisions, before: GroupBefore) -> list
             f"  The gang cannot start: only {before.valid} valid pods for minMember {job.min_available} "
             f"(pods missing or failed; their controller must create {job.min_available - before.valid} more)."
         )
-    for text in _conditions(pg.conditions):
+    stored = _conditions(pg.conditions)
+    for text in stored:
         lines.append(f"  condition {text}")
     for text in _conditions(decisions.podgroup_conditions.get(before.key)):
-        lines.append(f"  condition this session: {text}")
+        if text not in stored:  # what the session would write, when it is news
+            lines.append(f"  condition this session: {text}")
 
     lines.append("Tasks (role: minTaskMember; pods: running, bound, pending, other):")
     for role, rc in before.roles.items():
