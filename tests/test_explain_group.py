@@ -69,6 +69,8 @@ def test_a_volcano_job_resolves_to_its_podgroup_and_explains_the_gang(tmp_path: 
     assert "condition this session: Unschedulable=True (NotEnoughResources): 3/5 tasks in gang unschedulable" in text
     assert "  ps: minTaskMember 1; 1 pod: 1 running, 0 bound, 0 pending, 0 other" in lines
     assert "  worker: minTaskMember 3; 4 pods: 0 running, 0 bound, 4 pending, 0 other" in lines
+    # Without capacity-card: the queue's spec and its tasks (1 CPU running, 4 × 3 CPU pending).
+    assert "  cpu: - / 1 / 0 / 12" in lines
     assert "This session: 0 bound, 0 pipelined, 0 evicted." in lines
     assert "Pending after this session: 4 pods." in lines
     # Two workers were placed (n1, n2) before the third found no node: all three nodes short of CPU.
@@ -123,6 +125,7 @@ def test_quota_per_card_model_of_the_queue_is_the_quota_commands(tmp_path: Path)
     assert (q["quota"], q["used"]) == (6, 4)
     start = lines.index("Queue team-a (capacity-card): resource quota / used / inqueue / pending")
     assert lines[start + 1] == f"  {H200}: {q['quota']:g} / {q['used']:g} / {q['inqueue']:g} / {q['pending']:g}"
+    assert not any(line.startswith(("  cpu:", "  memory:")) for line in lines)  # all zero: only cards limited
     # The pending pod's reason is the queue's card quota, not a node.
     assert any("has insufficient <NVIDIA-H200> quota" in line and line.startswith("  1 pod: ") for line in lines), lines
     assert not any("Top node reasons" in line for line in lines)

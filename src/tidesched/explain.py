@@ -116,6 +116,8 @@ def capture(ssn: Session, key: str, report: QuotaReport | None) -> GroupBefore:
         # Card models first (the quota that usually binds), then the generic resources.
         for res in sorted(rows, key=lambda r: (r in _NON_CARD, r)):
             u = rows[res]
+            if res in _NON_CARD and not (u.quota or u.used or u.inqueue or u.pending):
+                continue  # e.g. capacity-card's cpu/memory rows when only cards are limited
             quota[res] = (u.quota, u.used, u.inqueue, u.pending)
     return GroupBefore(
         key=key,

@@ -192,7 +192,11 @@ def test_renders_objects_that_fit_together(name: str, tmp_path: Path) -> None:
         (["leaderElection.enabled=false"], "replicas > 1 needs leaderElection.enabled"),
         (["metrics.serviceMonitor.enabled=true", "metrics.enabled=false"], "metrics.serviceMonitor.enabled needs"),
         (["config.inline="], "give config.inline"),
-        (["evictionMode=drain"], 'evictionMode: evict or delete, got "drain"'),
+        (["evictionMode=drain"], "evictionMode"),
+        # values.schema.json: a misspelt key and a wrong type are refused, not ignored.
+        (["replica=3"], "additional properties 'replica' not allowed"),
+        (["schedulePeriod=3"], "/schedulePeriod': got number, want string"),
+        (["metrics.serviceMonitor.intervall=1m"], "additional properties 'intervall' not allowed"),
     ],
 )
 def test_value_sets_that_cannot_work_are_refused_with_the_field(sets: list[str], message: str) -> None:
