@@ -88,7 +88,7 @@ def test_missing_pods_of_a_role_are_counted_against_min_task_member(tmp_path: Pa
     objs = [node("n1", cpu="16"), *_volcano_job("short", 1, 2, 4, worker_cpu="1")]
     lines = explain("ns/job/short", "-c", str(_basic(tmp_path)), str(_write(tmp_path, objs)))
     assert "  worker: minTaskMember 3; 2 pods: 0 running, 0 bound, 2 pending, 0 other  short by 1" in lines
-    assert any(line.startswith("  The gang cannot start: only 3 valid pods for minMember 4") for line in lines), lines
+    assert any(line.startswith("  The gang cannot start: only 3 valid pods for minMember 4 (1 missing, or failed).") for line in lines), lines
 
 
 def test_node_reasons_are_aggregated_most_common_first(tmp_path: Path) -> None:

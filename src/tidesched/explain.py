@@ -40,9 +40,6 @@ class Target:
     namespace: str
     name: str
 
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.kind}/{self.name}"
-
 
 def parse_target(text: str) -> Target:
     """``name``, ``ns/name`` (a pod, as before), ``ns/KIND/name`` with KIND pod, podgroup (pg) or
@@ -148,7 +145,7 @@ def _n(count: int, noun: str) -> str:
 def _conditions(conds: object) -> list[str]:
     out = []
     for c in conds or []:  # type: ignore[attr-defined]
-        if not isinstance(c, dict) and not hasattr(c, "get"):
+        if not hasattr(c, "get"):
             continue
         reason = f" ({c.get('reason')})" if c.get("reason") else ""
         message = f": {c.get('message')}" if c.get("message") else ""
@@ -204,7 +201,7 @@ def group_lines(ssn: Session, decisions: Decisions, before: GroupBefore) -> list
     elif before.valid < job.min_available:
         lines.append(
             f"  The gang cannot start: only {before.valid} valid pods for minMember {job.min_available} "
-            f"(pods missing or failed; their controller must create {job.min_available - before.valid} more)."
+            f"({job.min_available - before.valid} missing, or failed)."
         )
     stored = _conditions(pg.conditions)
     for text in stored:
@@ -217,7 +214,7 @@ def group_lines(ssn: Session, decisions: Decisions, before: GroupBefore) -> list
     for role, rc in before.roles.items():
         running = rc.count(TaskStatus.RUNNING)
         placed = rc.count(TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.ALLOCATED)
-        waiting = rc.count(TaskStatus.PENDING, TaskStatus.PIPELINED)
+        waiting = rc.count(TaskStatus.PENDING)
         rest = rc.pods - running - placed - waiting
         mtm = "-" if rc.min_member is None else str(rc.min_member)
         note = ""
@@ -283,21 +280,22 @@ def group_lines(ssn: Session, decisions: Decisions, before: GroupBefore) -> list
 def explain_group(ssn: Session, target: Target) -> list[str]:
     """``explain NS/podgroup/NAME`` or ``NS/job/NAME``: capture, run the session, explain each
     PodGroup found (a Volcano Job has one). TargetError when none is scheduled here."""
-    from tidesched.kube.usage import report
+    from tidesched.kube.usage import queue_report
 
     keys = find_groups(ssn, target)
     if not keys:
         decisions = ssn.run()
         related = [
             e.message for e in decisions.events
-            if e.namespace == target.namespace and (e.name == target.name or target.name in e.message)
+            if e.namespace == target.namespace
+            and (e.name == target.name or f"{target.namespace}/{target.name}" in e.message)
         ]
         what = "PodGroup" if target.kind == "podgroup" else "Volcano Job"
         raise TargetError(
             f"{what} {target.namespace}/{target.name}: no PodGroup of it is scheduled by this scheduler: "
             + ("; ".join(related) or "it is not in the input, or its queue is missing")
         )
-    rep = report(ssn)  # before the actions: the quota as the cluster holds it
+    rep = queue_report(ssn)  # before the actions: the quota as the cluster holds it
     before = [capture(ssn, key, rep) for key in keys]
     decisions = ssn.run()
     lines: list[str] = []
