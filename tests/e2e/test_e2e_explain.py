@@ -52,8 +52,3 @@ def test_explain_a_volcano_job_on_the_live_cluster(e2e) -> None:
     assert "This session: 0 bound, 0 pipelined, 0 evicted." in lines
     assert any("insufficient <NVIDIA-H200> quota" in line for line in lines), res.stdout
 
-    # The same by the PodGroup's name; and a name that is not there is a clear error.
-    by_pg = cli("explain", f"{ns}/podgroup/train", "--kubeconfig", kubeconfig, "--config", str(sched.conf))
-    assert by_pg.returncode == 0 and by_pg.stdout.splitlines()[:2] == lines[1:3], by_pg.stdout
-    missing = cli("explain", f"{ns}/job/nope", "--kubeconfig", kubeconfig, "--config", str(sched.conf))
-    assert missing.returncode == 2 and f"Volcano Job {ns}/nope" in missing.stderr
