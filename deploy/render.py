@@ -37,7 +37,9 @@ HEADER = (
     "# namespace {namespace}). Edit the chart, then run: python deploy/render.py\n"
 )
 _SOURCE = re.compile(r"^# Source: [^/]+/templates/(?P<template>\S+)\n", re.M)
-_CRD_NAME = re.compile(r"^kind: CustomResourceDefinition\n(?:.*\n)*?  name: (?P<plural>[^.\s]+)\.(?P<group>\S+)", re.M)
+_CRD_NAME = re.compile(
+    r"^kind: CustomResourceDefinition\n(?:.*\n)*?  name: (?P<plural>[^.\s]+)\.(?P<group>\S+)", re.M
+)
 
 
 class HelmMissing(RuntimeError):

@@ -46,7 +46,9 @@ def parse_target(text: str) -> Target:
     job (vcjob): a Volcano Job, explained through its PodGroup."""
     parts = text.split("/")
     if any(not p for p in parts) or len(parts) > 3:
-        raise TargetError(f"{text!r}: expected NAMESPACE/NAME, or NAMESPACE/KIND/NAME with KIND pod, podgroup or job")
+        raise TargetError(
+            f"{text!r}: expected NAMESPACE/NAME, or NAMESPACE/KIND/NAME with KIND pod, podgroup or job"
+        )
     if len(parts) == 1:
         return Target("pod", "default", parts[0])
     if len(parts) == 2:
@@ -69,8 +71,9 @@ def find_groups(ssn: Session, target: Target) -> list[str]:
         if job.namespace != target.namespace:
             continue
         meta = job.pod_group.meta
-        owned = meta.owner_kind == "Job" and meta.owner_name == target.name
-        if owned or any(t.pod.meta.annotations.get(JOB_NAME_ANNOTATION) == target.name for t in job.tasks.values()):
+        if (meta.owner_kind == "Job" and meta.owner_name == target.name) or any(
+            t.pod.meta.annotations.get(JOB_NAME_ANNOTATION) == target.name for t in job.tasks.values()
+        ):
             found.append(key)
     return found
 
@@ -230,18 +233,17 @@ def group_lines(ssn: Session, decisions: Decisions, before: GroupBefore) -> list
     if before.quota:
         lines.append(f"Queue {job.queue} ({before.quota_source}): resource quota / used / inqueue / pending")
         for res, (quota, used, inqueue, pend) in before.quota.items():
-            lines.append(
-                f"  {res}: {_amount(res, quota)} / {_amount(res, used)} / {_amount(res, inqueue)} / {_amount(res, pend)}"
-            )
+            cells = " / ".join(_amount(res, v) for v in (quota, used, inqueue, pend))
+            lines.append(f"  {res}: {cells}")
 
     keys = {t.key for t in job.tasks.values()}
     bound = sorted(k for k in decisions.bound if k in keys)
     pipelined = sorted(k for k in decisions.pipelined if k in keys)
     evicted = sorted(k for k in decisions.evicted if k in keys)
+    where = ", ".join(f"{k} -> {decisions.bound[k]}" for k in bound[:5]) + (", ..." if len(bound) > 5 else "")
     lines.append(
         f"This session: {len(bound)} bound, {len(pipelined)} pipelined, {len(evicted)} evicted"
-        + (f" ({', '.join(f'{k} -> {decisions.bound[k]}' for k in bound[:5])}{', ...' if len(bound) > 5 else ''})" if bound else "")
-        + "."
+        + (f" ({where})" if bound else "") + "."
     )
 
     node_rows, other_rows, untried = pending_reasons(ssn, before.key)
