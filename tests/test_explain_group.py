@@ -164,3 +164,16 @@ def test_target_forms(text: str, target: Target) -> None:
 def test_bad_target_forms(text: str) -> None:
     with pytest.raises(TargetError):
         parse_target(text)
+
+
+def test_a_job_without_owner_references_is_found_by_its_pods_job_name(tmp_path: Path) -> None:
+    ann = {"volcano.sh/job-name": "etl", "volcano.sh/task-spec": "main"}
+    objs = [
+        node("n1", cpu="4"),
+        podgroup("etl-group", 1), pod("etl-main-0", "etl-group", annotations=ann),
+        # The same job name in another namespace is another job.
+        podgroup("etl-group", 1, namespace="other"), pod("etl-main-0", "etl-group", namespace="other", annotations=ann),
+    ]
+    lines = explain("ns/job/etl", "-c", str(_basic(tmp_path)), str(_write(tmp_path, objs)))
+    assert lines[0] == "Volcano Job ns/etl: PodGroup ns/etl-group"
+    assert "This session: 1 bound, 0 pipelined, 0 evicted (ns/etl-main-0 -> n1)." in lines
