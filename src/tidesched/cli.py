@@ -142,7 +142,8 @@ def _print_table(d: Decisions) -> None:
 
 @app.command()
 def explain(
-    pod: Annotated[str, typer.Argument(help="The pod, as namespace/name.")],
+    pod: Annotated[str, typer.Argument(
+        help="The pod (namespace/name), or namespace/podgroup/NAME, or namespace/job/NAME (a Volcano Job).")],
     paths: OptionalPathsArg = None,
     config: ConfigOpt = None,
     scheduler_name: NamesOpt = [DEFAULT_SCHEDULER_NAME],  # noqa: B006
@@ -150,10 +151,27 @@ def explain(
     kubeconfig: KubeconfigOpt = None,
     now: NowOpt = None,
 ) -> None:
-    """Say why a pod would stay pending (or where it would go)."""
-    if "/" not in pod:
-        pod = f"default/{pod}"
+    """Say why a pod would stay pending (or where it would go); with NAMESPACE/podgroup/NAME or
+    NAMESPACE/job/NAME (a Volcano Job), why a gang waits: its gang condition, task roles, queue
+    quota per card model and the top node reasons of its pending pods."""
+    from tidesched.explain import TargetError, explain_group, parse_target
+
+    try:
+        target = parse_target(pod)
+    except TargetError as exc:
+        _fail(str(exc))
+        return
     ssn = _prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig, _session_time(now))
+    if target.kind != "pod":
+        try:
+            lines = explain_group(ssn, target)
+        except TargetError as exc:
+            _fail(str(exc))
+            return
+        for line in lines:
+            out.print(line, highlight=False, soft_wrap=True)
+        return
+    pod = f"{target.namespace}/{target.name}"
     task = next((t for t in ssn.tasks.values() if t.key == pod), None)
     decisions = ssn.run()
     if task is None:

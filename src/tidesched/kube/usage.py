@@ -211,16 +211,22 @@ def _service_totals(ssn: Session, plugin: Any) -> dict[str, dict[str, float]]:
     return out
 
 
+def queue_report(ssn: Session) -> QuotaReport:
+    """Only the per queue × resource rows of ``report`` (no cluster totals, no service types,
+    so no plugin warnings): what ``explain`` reads for a PodGroup's queue before the session's
+    actions."""
+    fn = getattr(ssn.plugins.get("capacity-card"), "queue_usage", None)
+    if callable(fn):
+        return QuotaReport("capacity-card", _normalize(_call(fn, ssn)))
+    return QuotaReport("queue-spec", _fallback(ssn))
+
+
 def report(ssn: Session) -> QuotaReport:
     """The quota/usage report of a closed session. ``tidesched quota`` closes a session without
     running actions (the cluster as it is); ``run`` reports after its actions (as the cluster
     will be once the session's binds land)."""
     plugin = ssn.plugins.get("capacity-card")
-    fn = getattr(plugin, "queue_usage", None)
-    if callable(fn):
-        rep = QuotaReport("capacity-card", _normalize(_call(fn, ssn)))
-    else:
-        rep = QuotaReport("queue-spec", _fallback(ssn))
+    rep = queue_report(ssn)
     totals = getattr(plugin, "cluster_totals", None)
     rep.cluster = {k: v for k, v in resource_natural(ssn.total_resource).items()}
     # Per card model (OBS-1): the models of the session's (Ready) nodes, named from their labels
