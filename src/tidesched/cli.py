@@ -141,9 +141,14 @@ def explain(
         out.print(line, highlight=False, soft_wrap=True)
 
 
-def explain_lines(ssn: Session, decisions: Decisions, pod: str) -> list[str]:
-    """Human explanation for one pod from the session's structured reasons."""
-    task = next(t for t in ssn.tasks.values() if t.key == pod)
+def explain_lines(
+    ssn: Session, decisions: Decisions, pod: str, task: Any = None, events: Any = None
+) -> list[str]:
+    """Human explanation for one pod from the session's structured reasons. ``task`` and
+    ``events`` (any superset of the events about the pod, its PodGroup and queue), when given,
+    spare a search of the whole session (the web view explains many pods per session)."""
+    if task is None:
+        task = next(t for t in ssn.tasks.values() if t.key == pod)
     job = ssn.jobs[task.job]
     lines: list[str] = []
     if pod in decisions.bound:
@@ -162,7 +167,7 @@ def explain_lines(ssn: Session, decisions: Decisions, pod: str) -> list[str]:
         lines.append("Nodes: " + fe.error())
     elif fe:
         lines.append(f"Gang: {fe}")
-    for e in decisions.events:
+    for e in decisions.events if events is None else events:
         if (e.kind == "Pod" and f"{e.namespace}/{e.name}" == pod) or (
             e.kind == "PodGroup" and f"{e.namespace}/{e.name}" == job.uid
         ) or (e.kind == "Queue" and e.name == job.queue):
