@@ -22,6 +22,8 @@ from collections import deque
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
+
 from tidesched.model.cards import MILLI, CardCatalog
 from tidesched.model.resource import CPU
 from tidesched.model.status import TaskStatus
@@ -90,41 +92,52 @@ def queue_rows(ssn: Session, report: QuotaReport) -> list[dict[str, Any]]:
     return out
 
 
-def node_grid(ssn: Session) -> dict[str, Any]:
-    """Per node: its card model (the first it offers, else ``cpu``), cards used and offered
-    (cores for nodes without cards), from the session's node table — i.e. as the cluster will be
-    once the session's binds land. Compact rows ``[name, model index, used, total]``."""
-    table = ssn.table
-    catalog: CardCatalog = table.memo(
-        ("webview", "catalog"),
-        lambda: CardCatalog.build((n.name, n.meta.labels, n.allocatable.scalars) for n in table.nodes),
-    )
+def _grid_layout(table: Any) -> tuple[list[str], list[int], Any, Any]:
+    """What of the grid depends on the nodes alone (kept per node set, see NodeTable.memo): the
+    models, each row's model, what each row offers, and which table columns count as its use."""
+    catalog = CardCatalog.build((n.name, n.meta.labels, n.allocatable.scalars) for n in table.nodes)
     models: list[str] = []
-    model_index: dict[str, int] = {}
-    rows: list[list[Any]] = []
+    index: dict[str, int] = {}
+    row_model: list[int] = []
+    mask = np.zeros(table.allocatable.shape)
+    total = np.zeros(len(table.nodes))
     cpu_col = table.dim_index.get(CPU)
     for i, node in enumerate(table.nodes):
         nc = catalog.nodes.get(node.name)
         slots = nc.slots if nc is not None else ()
         if slots:
             model = slots[0].model
-            total = sum(s.count for s in slots) / MILLI
-            used = 0.0
+            total[i] = sum(s.count for s in slots) / MILLI
             for s in slots:
                 for r in s.resources:
                     col = table.dim_index.get(r)
                     if col is not None:
-                        used += float(table.used[i, col])
-            used /= MILLI
-        else:
+                        mask[i, col] = 1.0
+        else:  # no cards: its cores
             model = CPU
-            total = float(table.allocatable[i, cpu_col]) / MILLI if cpu_col is not None else 0.0
-            used = float(table.used[i, cpu_col]) / MILLI if cpu_col is not None else 0.0
-        if model not in model_index:
-            model_index[model] = len(models)
+            if cpu_col is not None:
+                total[i] = table.allocatable[i, cpu_col] / MILLI
+                mask[i, cpu_col] = 1.0
+        if model not in index:
+            index[model] = len(models)
             models.append(model)
-        flags = "c" if node.unschedulable else ""
-        rows.append([node.name, model_index[model], _round(used), _round(total), flags])
+        row_model.append(index[model])
+    return models, row_model, total, mask
+
+
+def node_grid(ssn: Session) -> dict[str, Any]:
+    """Per node: its card model (the first it offers, else ``cpu``), cards used and offered
+    (cores for nodes without cards), from the session's node table — i.e. as the cluster will be
+    once the session's binds land. Compact rows ``[name, model index, used, total, flags]``
+    (flag ``c``: cordoned)."""
+    table = ssn.table
+    models, row_model, total, mask = table.memo(("webview", "grid"), lambda: _grid_layout(table))
+    used = np.round((table.used * mask).sum(axis=1) / MILLI, 3).tolist()
+    totals = np.round(total, 3).tolist()
+    rows = [
+        [node.name, m, u, t, "c" if node.unschedulable else ""]
+        for node, m, u, t in zip(table.nodes, row_model, used, totals)
+    ]
     return {"models": models, "nodes": rows}
 
 
