@@ -158,7 +158,7 @@ def test_cluster_objects_rebase_times_and_set_remaining_run_times() -> None:
                            warnings=warnings)
     by_name = {o["metadata"]["name"]: o for o in objs}
     assert "done" not in by_name and "d" not in by_name
-    assert warnings == ["1 Deployment object(s) of the cluster are not simulated; their pods are taken as they are"]
+    assert warnings == ["1 Deployment object(s) of the cluster are not simulated (pods they own are taken as they are)"]
     ann = lambda n: by_name[n]["metadata"]["annotations"].get(DURATION_ANNOTATION)  # noqa: E731
     assert ann("old-train-0") == "3600.0s"  # 2 h expected, 1 h run
     assert ann("adhoc-0") == "900.0s"  # no run time: the default, from now

@@ -206,7 +206,7 @@ def cluster_objects(
                 _with_runtime(obj, default_runtime)
         out.append(obj)
     for kind, n in sorted(left_out.items()):
-        warnings.append(f"{n} {kind} object(s) of the cluster are not simulated; their pods are taken as they are")
+        warnings.append(f"{n} {kind} object(s) of the cluster are not simulated (pods they own are taken as they are)")
     return out
 
 
