@@ -65,6 +65,8 @@ def test_view_of_a_session_queues_nodes_and_pending_reasons() -> None:
     # Serialised once per view; what HTTP threads hand out is that JSON.
     body = live.body()
     assert body is not None and json.loads(body)["queues"] == view["queues"] and live.body() is body
+    live.publish({"session": 8})  # a new view: encoded anew
+    assert json.loads(live.body() or b"{}") == {"session": 8}
 
 
 def test_queue_tree_depth_first_with_parents() -> None:

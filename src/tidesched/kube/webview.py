@@ -218,13 +218,17 @@ class LiveView:
             self._view, self._body = view, None
 
     def body(self) -> bytes | None:
-        """The latest view as JSON (serialised once per view, on the first request for it)."""
+        """The latest view as JSON (serialised once per view, on the first request for it, outside
+        the lock: the loop's next publish never waits for an encoding)."""
         with self._lock:
-            if self._view is None:
-                return None
-            if self._body is None:
-                self._body = json.dumps(self._view, separators=(",", ":")).encode()
-            return self._body
+            view, body = self._view, self._body
+        if view is None or body is not None:
+            return body
+        body = json.dumps(view, separators=(",", ":")).encode()
+        with self._lock:
+            if self._view is view:
+                self._body = body
+        return body
 
 
 _STATIC = {
