@@ -57,6 +57,17 @@ def helm_binary() -> str:
     raise HelmMissing("no helm binary: run `python .ci/install_helm.py` (or put helm on PATH)")
 
 
+def ensure_helm() -> str:
+    """The Helm binary, fetched first with .ci/install_helm.py (the pinned build, into this
+    Python's bin directory) when there is none: a fresh checkout's tests need no extra step."""
+    try:
+        return helm_binary()
+    except HelmMissing:
+        installer = Path(__file__).resolve().parents[1] / ".ci" / "install_helm.py"
+        subprocess.run([sys.executable, str(installer)], check=False, timeout=600)
+    return helm_binary()
+
+
 def helm(*args: str) -> subprocess.CompletedProcess[str]:
     """Run helm with its caches in a throw-away directory (no repositories are used)."""
     with tempfile.TemporaryDirectory() as home:

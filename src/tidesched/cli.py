@@ -183,9 +183,14 @@ def explain(
         out.print(line, highlight=False, soft_wrap=True)
 
 
-def explain_lines(ssn: Session, decisions: Decisions, pod: str) -> list[str]:
-    """Human explanation for one pod from the session's structured reasons."""
-    task = next(t for t in ssn.tasks.values() if t.key == pod)
+def explain_lines(
+    ssn: Session, decisions: Decisions, pod: str, task: Any = None, events: Any = None
+) -> list[str]:
+    """Human explanation for one pod from the session's structured reasons. ``task`` and
+    ``events`` (any superset of the events about the pod, its PodGroup and queue), when given,
+    spare a search of the whole session (the web view explains many pods per session)."""
+    if task is None:
+        task = next(t for t in ssn.tasks.values() if t.key == pod)
     job = ssn.jobs[task.job]
     lines: list[str] = []
     if pod in decisions.bound:
@@ -205,7 +210,7 @@ def explain_lines(ssn: Session, decisions: Decisions, pod: str) -> list[str]:
     elif fe:
         reason = decisions.pod_condition_reasons.get(pod)
         lines.append(f"{reason}: {fe}" if reason else f"Gang: {fe}")
-    for e in decisions.events:
+    for e in decisions.events if events is None else events:
         if (e.kind == "Pod" and f"{e.namespace}/{e.name}" == pod) or (
             e.kind == "PodGroup" and f"{e.namespace}/{e.name}" == job.uid
         ) or (e.kind == "Queue" and e.name == job.queue):
@@ -352,14 +357,43 @@ def simulate_cmd(
         bool, typer.Option("--fill/--no-fill", help="Submit every trace pod at t=0 (as FGD does) instead of at its arrival time.")
     ] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N pods of the trace.")] = None,
+    from_cluster: Annotated[
+        bool, typer.Option("--from-cluster", help="What-if: start from the live cluster (read once, read-only).")
+    ] = False,
+    kubeconfig: Annotated[
+        Optional[Path], typer.Option("--kubeconfig", help="With --from-cluster: the kubeconfig (default: in-cluster).")
+    ] = None,
+    from_dump: Annotated[
+        Optional[Path],
+        typer.Option("--from-dump", help="What-if: start from a dump (kubectl get nodes,pods,... -A -o yaml)."),
+    ] = None,
+    add: Annotated[
+        Optional[list[Path]], typer.Option("--add", help="What-if: manifests submitted at t=0 (repeatable).")
+    ] = None,
+    for_: Annotated[
+        Optional[str], typer.Option("--for", help="What-if: simulate this long (30m, 8h; default: until quiet).")
+    ] = None,
+    default_runtime: Annotated[
+        str, typer.Option("--default-runtime", help="What-if: run time of pods without sim.tidesched.io/duration.")
+    ] = "1h",
+    config_map: Annotated[
+        str, typer.Option("--config-map", help="What-if: the scheduler's ConfigMap, NAMESPACE/NAME.")
+    ] = "volcano-system/tidesched-scheduler-configmap",
 ) -> None:
     """Simulate a scenario (or a trace) over time; write result.json and report.html; exit 1 if an
-    invariant broke."""
+    invariant broke. With --from-cluster or --from-dump: what happens to the cluster if the --add
+    manifests are submitted now."""
     import os
 
     from tidesched.sim import ScenarioError, bundled_example, load_scenario, result_json, run, summary_lines
 
-    if trace is not None:
+    whatif: Any = None
+    if from_cluster or from_dump is not None:
+        whatif, sc = _whatif_input(from_cluster, from_dump, kubeconfig, add, for_, default_runtime, config,
+                                   config_map, scenario, trace)
+    elif add or for_ is not None or kubeconfig is not None:
+        _fail("--add, --for and --kubeconfig apply to --from-cluster / --from-dump only")
+    elif trace is not None:
         if scenario is not None:
             _fail("give a scenario or --trace, not both")
             return
@@ -389,9 +423,9 @@ def simulate_cmd(
                 when = f"t={t / 86400:.1f}d" if t >= 2 * 86400 else f"t={t / 3600:.2f}h"
                 bar.update(task, completed=t if end else None, description=when)
 
-            sim = run(sc, seed=seed, progress=tick)
+            sim = run(sc, seed=seed, progress=tick) if whatif is None else _whatif_run(whatif, sc, seed, tick)
     else:
-        sim = run(sc, seed=seed)
+        sim = run(sc, seed=seed) if whatif is None else _whatif_run(whatif, sc, seed, None)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "result.json").write_text(result_json(sim.result), encoding="utf-8")
@@ -412,12 +446,61 @@ def simulate_cmd(
             report_error = f"HTML report not written: {type(exc).__name__}: {exc}"
     for line in summary_lines(sim):
         out.print(line, highlight=False, soft_wrap=True)
+    if whatif is not None:
+        from tidesched.sim.whatif import summary_lines as whatif_lines
+
+        for line in whatif_lines(sim.result):
+            out.print(line, highlight=False, soft_wrap=True)
     out.print("wrote " + ", ".join(wrote), highlight=False)
     if report_error:
         err.print(f"[yellow]warning:[/] {report_error}", highlight=False)
     if sim.failed:
         err.print("[bold red]invariant violated[/] — see the list above and result.json", highlight=False)
         raise typer.Exit(1)
+
+
+def _whatif_input(from_cluster: bool, from_dump: Optional[Path], kubeconfig: Optional[Path],
+                  add: Optional[list[Path]], for_: Optional[str], default_runtime: str, config: Optional[Path],
+                  config_map: str, scenario: Optional[Path], trace: Optional[Path]) -> tuple[Any, Any]:
+    """``simulate --from-cluster / --from-dump``: the what-if's input and its scenario."""
+    from tidesched.sim.scenario import ScenarioError, parse_duration
+    from tidesched.sim.whatif import WhatIfError, from_cluster as read_live, from_dump as read_dump, scenario_of
+
+    if from_cluster and from_dump is not None:
+        _fail("give --from-cluster or --from-dump, not both")
+    if scenario is not None or trace is not None:
+        _fail("--from-cluster / --from-dump start from the cluster: give no scenario or --trace")
+    if kubeconfig is not None and not from_cluster:
+        _fail("--kubeconfig applies to --from-cluster")
+    if "/" not in config_map:
+        _fail(f"--config-map: expected NAMESPACE/NAME, got {config_map!r}")
+    try:
+        options = {
+            "horizon": parse_duration(for_, "--for") if for_ is not None else None,
+            "default_runtime": parse_duration(default_runtime, "--default-runtime"),
+        }
+        if from_cluster:
+            w = read_live(kubeconfig, add or [], config_path=config, config_map=config_map, **options)
+        else:
+            w = read_dump(from_dump, add or [], config_path=config, config_map=config_map, **options)  # type: ignore[arg-type]
+        prepared = scenario_of(w)
+    except (ScenarioError, WhatIfError, PermissionError) as exc:
+        _fail(str(exc))
+        raise
+    except OSError as exc:
+        _fail(f"cannot read {exc.filename or from_dump}: {exc.strerror or exc}")
+        raise
+    except Exception as exc:  # noqa: BLE001 - unreachable cluster, bad kubeconfig: one line, no traceback
+        _fail(f"cannot read the cluster: {exc}")
+        raise
+    return (w, prepared), prepared[0]
+
+
+def _whatif_run(whatif: Any, sc: Any, seed: int, progress: Any) -> Any:
+    from tidesched.sim.whatif import run_whatif
+
+    w, prepared = whatif
+    return run_whatif(w, seed=seed, progress=progress, prepared=prepared)
 
 
 def main() -> None:

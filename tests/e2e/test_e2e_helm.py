@@ -28,7 +28,7 @@ TAKEN = ("--scheduler-name=", "--leader-elect", "--lock-object-namespace=", "--k
 
 def _helm_or_skip() -> None:
     try:
-        render.helm_binary()
+        render.ensure_helm()
     except render.HelmMissing as exc:
         if os.environ.get("CI"):
             pytest.fail(f"Helm required in CI: {exc}")

@@ -27,7 +27,7 @@ _spec.loader.exec_module(render)
 @pytest.fixture(scope="module", autouse=True)
 def _helm() -> None:
     try:
-        render.helm_binary()
+        render.ensure_helm()
     except render.HelmMissing as exc:
         if os.environ.get("CI"):
             pytest.fail(f"Helm required in CI: {exc}")

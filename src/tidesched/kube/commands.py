@@ -206,3 +206,37 @@ def quota_report(
     ssn = open_session(snapshot, config, scheduler_names=scheduler_names)
     ssn.close()
     return ssn, report(ssn)
+
+
+# -- the live read of `simulate --from-cluster` ----------------------------------------------
+
+
+def read_cluster(
+    kubeconfig: str | None, *, config_map: str | None, host: str | None = None, context: str | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None, str]:
+    """The cluster's objects (the lists ``quota`` makes), the ConfigMap ``ns/name`` when asked
+    (None when it does not exist), and the API server's URL. Read-only. A ConfigMap that may not
+    be read raises ``PermissionError`` naming it."""
+    from kubernetes.client.exceptions import ApiException
+
+    kube = Kube(connect(kubeconfig, host=host, context=context, pool_size=4))
+    try:
+        objects = list_once(kube)
+        cm = None
+        if config_map:
+            ns, _, name = config_map.partition("/")
+            try:
+                cm = kube.get(f"/api/v1/namespaces/{ns}/configmaps/{name}")
+            except ApiException as exc:
+                if exc.status == 404:
+                    cm = None
+                elif exc.status in (401, 403):
+                    raise PermissionError(
+                        f"ConfigMap {config_map} may not be read with these credentials ({exc.status} {exc.reason}): "
+                        "use a kubeconfig that may get it, or give the config with --config FILE"
+                    ) from None
+                else:
+                    raise
+        return objects, cm, kube.conn.host
+    finally:
+        kube.conn.close()

@@ -28,7 +28,7 @@ from typing import Any
 
 from tidesched.framework.config import ConfigError, SchedulerConfig
 from tidesched.framework.session import Decisions
-from tidesched.kube import usage
+from tidesched.kube import usage, webview
 from tidesched.kube.api import Kube, TokenBucket, connect
 from tidesched.kube.binder import Binder
 from tidesched.kube.evictor import Evictor
@@ -172,6 +172,7 @@ class Runner:
         self.informers: list[Informer] = []
         self.servers: list[HttpServer] = []
         self.report: usage.QuotaReport | None = None
+        self.view = webview.LiveView()  # the web view's latest state, built on this loop
         self.last_decisions: Decisions | None = None
         self.sessions = 0
         self.loops = 0  # turns of the scheduling loop, with or without a session
@@ -223,6 +224,7 @@ class Runner:
             **o.informer_options,
         )
         routes = routes_for(self.metrics, healthy=self.healthy, ready=self.ready, report=lambda: self.report)
+        routes.update(webview.routes(self.view))
         if o.enable_metrics:
             self.servers.append(HttpServer(o.listen_address, routes))
         if o.enable_healthz and not (o.enable_metrics and o.healthz_address == o.listen_address):
@@ -350,6 +352,11 @@ class Runner:
         if not self.leading() or self.stop_event.is_set():
             return decisions  # lost the lease (or stopping) while deciding: apply nothing
         self.apply(decisions, report)
+        if self.options.enable_metrics:  # the web view is served on the metrics address
+            try:
+                self.view.record(ssn, decisions, report, session=self.sessions, seconds=self._session_seconds)
+            except Exception:  # noqa: BLE001 - a view is never worth a scheduling loop
+                log.exception("web view not updated")
         return decisions
 
     def _dispatch(self, key: str, node: str) -> None:

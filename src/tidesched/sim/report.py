@@ -792,6 +792,34 @@ def _discover(series: _Series, key: str) -> list[str]:
     return list(seen)
 
 
+def _whatif_html(result: Mapping[str, Any]) -> str:
+    """``simulate --from-cluster / --from-dump``: the new workloads' waits, where their pods go,
+    and the evictions (empty for other simulations)."""
+    wi = _mapping(result.get("whatif"))
+    if not wi:
+        return ""
+    parts = [
+        f"<h2>What if <small>(from {_esc(wi.get('source', ''))}, read {_esc(wi.get('read_at', ''))}, "
+        f"config {_esc(wi.get('config', ''))}; running pods without a run time: "
+        f"{_esc(_fmt_duration(wi.get('default_runtime')))})</small></h2>"
+    ]
+    rows = []
+    for j in _seq(wi.get("new_workloads")):
+        j = _mapping(j)
+        start = "does not start" if j.get("started") is None else _fmt_duration(j.get("wait"))
+        rows.append([(_esc(f"{j.get('kind', '')} {j.get('name', '')}"), ""), (_esc(j.get("queue", "")), ""),
+                     (_esc(start), "n"), (_esc(j.get("phase", "")), "")])
+    parts.append(_table([("new workload", False), ("queue", False), ("starts after", True), ("phase", False)], rows)
+                 if rows else _placeholder("No new workloads (nothing added with --add)."))
+    binds = [_mapping(b) for b in _seq(wi.get("binds")) if _mapping(b).get("new")]
+    if binds:
+        parts.append(f"<h2>Where the new pods go <small>(first {min(len(binds), MAX_TABLE_ROWS)})</small></h2>")
+        parts.append(_table([("time", True), ("pod", False), ("node", False)],
+                            [[(_esc(_fmt_duration(b.get("t"))), "n"), (_esc(b.get("pod", "")), ""),
+                              (_esc(b.get("node", "")), "")] for b in binds[:MAX_TABLE_ROWS]]))
+    return "\n".join(parts)
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -844,6 +872,7 @@ def render_html(result: Mapping[str, Any]) -> str:
         f'<header><h1>{_esc(name)}</h1>{badge}<span class="meta">{meta}</span></header>',
         _summary_html(result, series, models),
         violations,
+        _whatif_html(result),
         "<h2>Card utilisation per model <small>(filled: allocated · dashed: capacity)</small>"
         f"{downsampled}</h2>",
         cards_svg,
