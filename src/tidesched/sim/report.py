@@ -75,6 +75,8 @@ _RC: dict[str, Any] = {
 
 def _num(value: Any, default: float = 0.0) -> float:
     """A finite float from whatever the result holds (None, str, int), else ``default``."""
+    if type(value) is int:  # the common case, first: a long run reads millions of values
+        return float(value)
     try:
         out = float(value)
     except (TypeError, ValueError):
@@ -93,6 +95,8 @@ def _opt_num(value: Any) -> float | None:
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
+    if type(value) is dict:  # the common case, without the ABC check
+        return value
     return value if isinstance(value, Mapping) else {}
 
 
