@@ -1,0 +1,145 @@
+"""Pod topology spread in a session: the counts it reads and the arrays it computes on.
+
+Not a plugin of its own (kube-scheduler's PodTopologySpread is split as Volcano splits it):
+the predicates plugin filters ``DoNotSchedule`` constraints (``predicate.PodTopologySpreadEnable``)
+and nodeorder scores ``ScheduleAnyway`` ones (``podtopologyspread.weight``); both use this
+module. The arithmetic is in :mod:`tidesched.k8s.topology_spread`.
+
+:class:`MatchingPods` counts, per node row, the placed pods of a namespace that a selector
+matches: every pod on a node except Releasing ones (terminating, or evicted in this session),
+so the pods this session allocated or pipelined count at once. It is made for a session on the
+first pod with constraints (pods without them cost nothing) and kept current by an event
+handler, so a Statement's discard and the preemption dry run's remove/restore revert it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tidesched.framework.plugin import EventHandler
+from tidesched.k8s.node_index import NodeLabelIndex
+from tidesched.k8s.selectors import CompiledLabelSelector, SelectorError
+from tidesched.k8s.taints import TaintIndex
+from tidesched.k8s.topology_spread import SpreadConstraint, SpreadInput
+from tidesched.model.status import TaskStatus
+
+if TYPE_CHECKING:
+    from tidesched.framework.session import Session
+    from tidesched.model.infos import TaskInfo
+    from tidesched.model.node_table import NodeTable
+
+_Key = tuple[str, CompiledLabelSelector]
+
+
+class MatchingPods:
+    """Per-row counts of placed pods matching (namespace, selector), one array per pair."""
+
+    def __init__(self, table: "NodeTable") -> None:
+        self.table = table
+        # Every counted pod: uid -> (row, task).
+        self.placed: dict[str, tuple[int, "TaskInfo"]] = {}
+        for row, tasks in enumerate(table.tasks):
+            for t in tasks.values():
+                if t.status != TaskStatus.RELEASING:
+                    self.placed[t.uid] = (row, t)
+        self._counts: dict[_Key, np.ndarray] = {}
+
+    def counts(self, namespace: str, selector: CompiledLabelSelector) -> np.ndarray:
+        """Matching pods per row (the array is the cache's own: do not modify it)."""
+        key = (namespace, selector)
+        arr = self._counts.get(key)
+        if arr is None:
+            arr = np.zeros(len(self.table), dtype=np.int64)
+            for row, t in self.placed.values():
+                if t.namespace == namespace and selector.matches(t.pod.meta.labels):
+                    arr[row] += 1
+            self._counts[key] = arr
+        return arr
+
+    def _shift(self, row: int, task: "TaskInfo", delta: int) -> None:
+        labels = task.pod.meta.labels
+        for (ns, selector), arr in self._counts.items():
+            if ns == task.namespace and selector.matches(labels):
+                arr[row] += delta
+
+    def on_allocate(self, task: "TaskInfo") -> None:
+        if task.uid in self.placed or task.status == TaskStatus.RELEASING:
+            return
+        row = self.table.index.get(task.node_name) if task.node_name else None
+        if row is None or task.uid not in self.table.tasks[row]:
+            return
+        self.placed[task.uid] = (row, task)
+        self._shift(row, task, 1)
+
+    def on_deallocate(self, task: "TaskInfo") -> None:
+        entry = self.placed.pop(task.uid, None)
+        if entry is not None:
+            self._shift(entry[0], task, -1)
+
+
+_SESSIONS: "weakref.WeakKeyDictionary[Session, MatchingPods]" = weakref.WeakKeyDictionary()
+
+
+def matching_pods(ssn: "Session") -> MatchingPods:
+    """The session's counts, made (and hooked to its events) on first use."""
+    counter = _SESSIONS.get(ssn)
+    if counter is None:
+        counter = MatchingPods(ssn.table)
+        ssn.add_event_handler(EventHandler(allocate=counter.on_allocate, deallocate=counter.on_deallocate))
+        _SESSIONS[ssn] = counter
+    return counter
+
+
+def spread_inputs(
+    ssn: "Session",
+    labels: NodeLabelIndex,
+    taints: TaintIndex,
+    task: "TaskInfo",
+    constraints: list[SpreadConstraint],
+) -> list[SpreadInput]:
+    """The constraints of one kind as arrays over the session's nodes, for ``task``."""
+    n = len(ssn.table)
+    counter = matching_pods(ssn)
+    pod_labels = task.pod.meta.labels
+    affinity_mask: np.ndarray | None = None
+    taint_mask: np.ndarray | None = None
+    own = counter.placed.get(task.uid)  # a placed task does not count against itself
+    out: list[SpreadInput] = []
+    for c in constraints:
+        included = np.ones(n, dtype=bool)
+        if c.honor_affinity:
+            if affinity_mask is None:
+                try:
+                    affinity_mask = labels.pod_node_mask(task.pod.raw_spec)
+                except SelectorError:  # the NodeAffinity predicate reports it
+                    affinity_mask = np.zeros(n, dtype=bool)
+            included &= affinity_mask
+        if c.honor_taints:
+            if taint_mask is None:
+                try:
+                    taint_mask = taints.filter_mask(task.pod.tolerations)
+                except SelectorError:  # the TaintToleration predicate reports it
+                    taint_mask = np.zeros(n, dtype=bool)
+            included &= taint_mask
+        if c.counts_pods:
+            counts = counter.counts(task.namespace, c.selector)
+            if own is not None and c.selector.matches(pod_labels):
+                counts = counts.copy()
+                counts[own[0]] -= 1
+        else:
+            counts = np.zeros(n, dtype=np.int64)
+        codes = labels.topology_codes(c.topology_key)
+        out.append(
+            SpreadInput(
+                constraint=c,
+                codes=codes,
+                domains=len(labels.topology_values(c.topology_key)),
+                counts=counts,
+                included=included,
+                self_match=int(c.selector.matches(pod_labels)),
+            )
+        )
+    return out
