@@ -1,0 +1,238 @@
+"""Pod topology spread: parsing on the Pod record, and kube-scheduler's scores reproduced.
+
+The score cases are ported from kube-scheduler's podtopologyspread scoring_test.go
+(TestPodTopologySpreadScore): the same nodes, pods and expected normalised scores, computed
+through a real session (the nodeorder plugin's inputs) for the candidate nodes only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from builders import node, pod
+from tidesched.k8s.topology_spread import spread_scores
+from tidesched.model.objects import ObjectError, parse_pod
+from tidesched.model.snapshot import build_snapshot
+from tidesched.plugins.topology_spread import spread_inputs
+from tidesched.scheduler import config_from_text, open_session
+
+CONFIG = """
+actions: "allocate"
+tiers:
+- plugins:
+  - {name: predicates}
+  - {name: nodeorder}
+"""
+HOST = "kubernetes.io/hostname"
+FOO = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+BAR = {"matchExpressions": [{"key": "bar", "operator": "Exists"}]}
+
+
+def soft(key: str, selector: Any, max_skew: int = 1) -> dict[str, Any]:
+    return {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": selector}
+
+
+def placed(name: str, on: str, labels: dict[str, str], **kw: Any) -> dict[str, Any]:
+    return pod(name, node=on, phase="Running", labels=labels, cpu="10m", memory="10Mi", **kw)
+
+
+def scores(nodes: list[dict], candidates: list[str], existing: list[dict], constraints: list[dict],
+           labels: dict[str, str] | None = None) -> dict[str, int]:
+    incoming = pod("p", labels=labels or {"foo": ""}, spec={"topologySpreadConstraints": constraints})
+    ssn = open_session(build_snapshot([*nodes, *existing, incoming]), config_from_text(CONFIG))
+    order = ssn.plugins["nodeorder"]
+    task = next(t for t in ssn.tasks.values() if t.name == "p")
+    idx = np.array([ssn.table.index[n] for n in candidates], dtype=np.int64)
+    soft_cs = [c for c in task.pod.spread_constraints if not c.hard]
+    inputs = spread_inputs(ssn, order.labels, order.taints, task, soft_cs)
+    return dict(zip(candidates, (int(s) for s in spread_scores(inputs, idx))))
+
+
+def hosts(*names: str) -> list[dict]:
+    return [node(n, labels={HOST: n}) for n in names]
+
+
+def zoned(*pairs: tuple[str, str]) -> list[dict]:
+    return [node(n, labels={"zone": z, HOST: n}) for n, z in pairs]
+
+
+def spread(counts: dict[str, int], labels: dict[str, str] | None = None) -> list[dict]:
+    return [placed(f"p-{n}{i}", n, labels or {"foo": ""}) for n, c in counts.items() for i in range(c)]
+
+
+FOUR_HOSTS = hosts("node-a", "node-b", "node-c", "node-d")
+ALL4 = ["node-a", "node-b", "node-c", "node-d"]
+
+
+@pytest.mark.parametrize(
+    ("max_skew", "counts", "want"),
+    [
+        (1, {}, {"node-a": 100, "node-b": 100, "node-c": 100, "node-d": 100}),
+        (1, {"node-a": 2, "node-b": 1, "node-d": 3}, {"node-a": 20, "node-b": 60, "node-c": 100, "node-d": 0}),
+        (2, {"node-a": 2, "node-b": 1, "node-d": 3}, {"node-a": 33, "node-b": 66, "node-c": 100, "node-d": 16}),
+        (3, {"node-a": 4, "node-b": 3, "node-c": 2, "node-d": 1}, {"node-a": 44, "node-b": 66, "node-c": 77, "node-d": 100}),
+    ],
+    ids=["no-pods", "2/1/0/3", "2/1/0/3-maxSkew-2", "4/3/2/1-maxSkew-3"],
+)
+def test_hostname_constraint_scores(max_skew: int, counts: dict[str, int], want: dict[str, int]) -> None:
+    got = scores(FOUR_HOSTS, ALL4, spread(counts), [soft(HOST, FOO, max_skew)])
+    assert got == want
+
+
+def test_null_selector_scores_every_node_alike() -> None:
+    got = scores(FOUR_HOSTS, ALL4, spread({"node-a": 2, "node-b": 1, "node-d": 3}), [soft(HOST, None)])
+    assert got == {"node-a": 100, "node-b": 100, "node-c": 100, "node-d": 100}
+
+
+def test_only_candidates_are_scored() -> None:
+    # 4/2/1/~3~: node-y is no candidate, its pods do not shape the others' scores.
+    nodes = hosts("node-a", "node-b", "node-x", "node-y")
+    existing = spread({"node-a": 4, "node-b": 2, "node-x": 1, "node-y": 3})
+    got = scores(nodes, ["node-a", "node-b", "node-x"], existing, [soft(HOST, FOO)])
+    assert got == {"node-a": 33, "node-b": 83, "node-x": 100}
+
+
+def test_candidate_without_the_key_scores_zero() -> None:
+    nodes = [node("node-a", labels={HOST: "node-a"}), node("node-b", labels={"n": "node-b"}),
+             node("node-x", labels={HOST: "node-x"}), node("node-y", labels={HOST: "node-y"})]
+    existing = spread({"node-a": 4, "node-b": 2, "node-x": 1, "node-y": 3})
+    got = scores(nodes, ["node-a", "node-b", "node-x"], existing, [soft(HOST, FOO)])
+    assert got == {"node-a": 16, "node-b": 0, "node-x": 100}
+
+
+ZONES = zoned(("node-a", "zone1"), ("node-b", "zone1"), ("node-x", "zone2"), ("node-y", "zone2"))
+
+
+def test_zone_constraint_counts_non_candidate_nodes_of_the_domain() -> None:
+    existing = spread({"node-a": 4, "node-b": 2, "node-x": 1, "node-y": 3})
+    got = scores(ZONES, ["node-a", "node-b", "node-x"], existing, [soft("zone", FOO)])
+    assert got == {"node-a": 75, "node-b": 75, "node-x": 100}
+
+
+def test_zone_and_hostname_constraints() -> None:
+    existing = spread({"node-a": 2, "node-b": 1, "node-x": 2, "node-y": 4})
+    got = scores(ZONES, ["node-a", "node-x"], existing, [soft("zone", FOO), soft(HOST, FOO)])
+    assert got == {"node-a": 100, "node-x": 63}
+
+
+def test_two_zone_constraints_with_different_selectors() -> None:
+    nodes = [node(n, labels={"zone": z}) for n, z in (("node-a", "zone1"), ("node-b", "zone1"),
+                                                     ("node-x", "zone2"), ("node-y", "zone2"))]
+    existing = [
+        placed("p-a1", "node-a", {"foo": "", "bar": ""}), placed("p-a2", "node-a", {"foo": ""}),
+        placed("p-b1", "node-b", {"foo": "", "bar": ""}), placed("p-y1", "node-y", {"foo": ""}),
+        placed("p-y2", "node-y", {"foo": "", "bar": ""}), placed("p-y3", "node-y", {"foo": ""}),
+    ]
+    # Two ScheduleAnyway constraints on one key are a duplicate the API server refuses; the
+    # Go test builds them directly. Here the second one spreads over a copy of the key.
+    for n in nodes:
+        n["metadata"]["labels"]["zone-copy"] = n["metadata"]["labels"]["zone"]
+    got = scores(nodes, ["node-a", "node-x"], existing, [soft("zone", FOO), soft("zone-copy", BAR)],
+                 labels={"foo": "", "bar": ""})
+    assert got == {"node-a": 85, "node-x": 100}
+
+
+@pytest.mark.parametrize(
+    ("existing", "candidates", "want"),
+    [
+        ([("p-a1", "node-a", {"foo": ""}), ("p-b1", "node-b", {"foo": "", "bar": ""}),
+          ("p-y1", "node-y", {"foo": ""}), ("p-y2", "node-y", {"bar": ""})],
+         ["node-a", "node-b", "node-x", "node-y"], {"node-a": 60, "node-b": 20, "node-x": 100, "node-y": 60}),
+        ([("p-b1", "node-b", {"bar": ""}), ("p-x1", "node-x", {"foo": ""}), ("p-y1", "node-y", {"foo": "", "bar": ""})],
+         ["node-a", "node-b", "node-x", "node-y"], {"node-a": 100, "node-b": 60, "node-x": 40, "node-y": 0}),
+        ([("p-a1", "node-a", {"foo": ""}), ("p-b1", "node-b", {"foo": "", "bar": ""}),
+          ("p-y1", "node-y", {"foo": ""}), ("p-y2", "node-y", {"bar": ""})],
+         ["node-a", "node-b", "node-x"], {"node-a": 50, "node-b": 25, "node-x": 100}),
+    ],
+    ids=["2/2/1/1-and-0/1/0/1", "0/0/2/2-and-0/1/0/1", "three-candidates"],
+)
+def test_zone_and_hostname_with_different_selectors(existing, candidates, want) -> None:
+    pods = [placed(n, on, labels) for n, on, labels in existing]
+    got = scores(ZONES, candidates, pods, [soft("zone", FOO), soft(HOST, BAR)], labels={"foo": "", "bar": ""})
+    assert got == want
+
+
+def test_other_namespaces_and_terminating_pods_do_not_count() -> None:
+    nodes = hosts("node-a", "node-b")
+    existing = [placed("p-a1", "node-a", {"foo": ""}, namespace="ns1"), placed("p-a2", "node-a", {"foo": ""}),
+                placed("p-b1", "node-b", {"foo": ""}), placed("p-b2", "node-b", {"foo": ""})]
+    assert scores(nodes, ["node-a", "node-b"], existing, [soft(HOST, FOO)]) == {"node-a": 100, "node-b": 33}
+    existing = [placed("p-a", "node-a", {"foo": ""}, deleting=True), placed("p-b", "node-b", {"foo": ""})]
+    assert scores(nodes, ["node-a", "node-b"], existing, [soft(HOST, FOO)]) == {"node-a": 100, "node-b": 0}
+
+
+# -- parsing ----------------------------------------------------------------------------------
+
+
+def parsed(constraints: Any, labels: dict[str, str] | None = None):
+    return parse_pod(pod("p", labels=labels, spec={"topologySpreadConstraints": constraints})).spread_constraints
+
+
+def test_defaults_and_policies() -> None:
+    (c,) = parsed([{"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": FOO}])
+    assert (c.max_skew, c.topology_key, c.hard, c.min_domains, c.honor_affinity, c.honor_taints) == (
+        2, "zone", True, 1, True, False)
+    (c,) = parsed([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "minDomains": 3,
+                    "nodeAffinityPolicy": "Ignore", "nodeTaintsPolicy": "Honor", "labelSelector": FOO}])
+    assert (c.min_domains, c.honor_affinity, c.honor_taints) == (3, False, True)
+    assert parsed(None) == ()
+
+
+def test_match_label_keys_narrow_the_selector_to_the_pods_values() -> None:
+    (c,) = parsed([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["rev", "absent"]}],
+                  labels={"app": "web", "rev": "2"})
+    assert c.selector.matches({"app": "web", "rev": "2"})
+    assert not c.selector.matches({"app": "web", "rev": "1"})
+    assert not c.selector.matches({"app": "db", "rev": "2"})
+    # An empty selector counts no pod, unless matchLabelKeys gave it requirements.
+    (c,) = parsed([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}}])
+    assert not c.counts_pods and c.selector.matches({"any": "pod"})
+    (c,) = parsed([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {},
+                    "matchLabelKeys": ["rev"]}], labels={"rev": "2"})
+    assert c.counts_pods and c.selector.matches({"rev": "2"}) and not c.selector.matches({"rev": "1"})
+
+
+BASE = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": FOO}
+
+
+@pytest.mark.parametrize(
+    ("constraints", "field"),
+    [
+        ("zone", "spec.topologySpreadConstraints"),
+        (["zone"], "spec.topologySpreadConstraints[0]"),
+        ([{**BASE, "maxSkew": 0}], "spec.topologySpreadConstraints[0].maxSkew"),
+        ([{**BASE, "maxSkew": "1"}], "spec.topologySpreadConstraints[0].maxSkew"),
+        ([{k: v for k, v in BASE.items() if k != "maxSkew"}], "spec.topologySpreadConstraints[0].maxSkew"),
+        ([{**BASE, "topologyKey": ""}], "spec.topologySpreadConstraints[0].topologyKey"),
+        ([{**BASE, "whenUnsatisfiable": "Sometimes"}], "spec.topologySpreadConstraints[0].whenUnsatisfiable"),
+        ([BASE, {**BASE, "maxSkew": 2}], "spec.topologySpreadConstraints[1]"),
+        ([{**BASE, "minDomains": 0}], "spec.topologySpreadConstraints[0].minDomains"),
+        ([{**BASE, "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2}], "spec.topologySpreadConstraints[0].minDomains"),
+        ([{**BASE, "nodeAffinityPolicy": "honor"}], "spec.topologySpreadConstraints[0].nodeAffinityPolicy"),
+        ([{**BASE, "nodeTaintsPolicy": 1}], "spec.topologySpreadConstraints[0].nodeTaintsPolicy"),
+        ([{**BASE, "matchLabelKeys": "rev"}], "spec.topologySpreadConstraints[0].matchLabelKeys"),
+        ([{**BASE, "matchLabelKeys": ["foo"]}], "spec.topologySpreadConstraints[0].matchLabelKeys[0]"),
+        ([{k: v for k, v in BASE.items() if k != "labelSelector"} | {"matchLabelKeys": ["rev"]}],
+         "spec.topologySpreadConstraints[0].labelSelector"),
+        ([{**BASE, "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}}],
+         "spec.topologySpreadConstraints[0].labelSelector.matchExpressions[0].operator"),
+        ([{**BASE, "maxSkw": 1}], "spec.topologySpreadConstraints[0]"),
+    ],
+)
+def test_malformed_constraints_name_the_field(constraints: Any, field: str) -> None:
+    with pytest.raises(ObjectError) as err:
+        parsed(constraints)
+    assert err.value.field == field
+
+
+def test_malformed_pod_is_a_warning_not_a_crash() -> None:
+    bad = pod("bad", spec={"topologySpreadConstraints": [{**BASE, "maxSkew": -1}]})
+    good = pod("good")
+    snap = build_snapshot([node("n1"), bad, good])
+    assert [p.meta.name for p in snap.pods] == ["good"]
+    (problem,) = [e for e in snap.problems if e.name == "bad"]
+    assert problem.type == "Warning" and "spec.topologySpreadConstraints[0].maxSkew" in problem.message
