@@ -9,6 +9,8 @@ nodeorder with all its weights non-zero, and binpack. Run by hand:
     .venv/bin/python benchmarks/session.py                # N = 1,000 / 5,000 / 10,000
     .venv/bin/python benchmarks/session.py --nodes 5000 --pods 20000
     .venv/bin/python benchmarks/session.py --scaling      # up to 20,000 nodes × 100,000 pods
+    .venv/bin/python benchmarks/session.py --nodes 5000 --spread 0.2   # a fifth of the jobs
+        # with topology spread constraints (zone DoNotSchedule maxSkew 2, hostname ScheduleAnyway)
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ GANG_SIZES = [1, 1, 2, 4, 4, 8, 16]
 SCALING = [(1000, 5000), (5000, 20000), (10000, 50000), (20000, 100000)]
 
 
-def generate(n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1) -> list[dict[str, Any]]:
+def generate(n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1, spread: float = 0.0) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     objs: list[dict[str, Any]] = []
     for q in range(n_queues):
@@ -77,6 +79,7 @@ def generate(n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1) -> lis
         cpu = rng.choice(["500m", "1", "2", "4"])
         mem = rng.choice(["1Gi", "2Gi", "4Gi", "8Gi"])
         selector = {"zone": f"z{rng.randrange(4)}"} if rng.random() < 0.33 else None
+        spread_job = spread > 0 and rng.random() < spread
         objs.append(
             {
                 "kind": "PodGroup",
@@ -92,12 +95,20 @@ def generate(n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1) -> lis
             }
             if selector:
                 spec["nodeSelector"] = selector
+            if spread_job:
+                mine = {"matchLabels": {"job": name}}
+                spec["topologySpreadConstraints"] = [
+                    {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": mine},
+                    {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+                     "labelSelector": mine},
+                ]
             objs.append(
                 {
                     "kind": "Pod",
                     "metadata": {
                         "name": f"{name}-w-{k}",
                         "namespace": "bench",
+                        "labels": {"job": name},
                         "annotations": {"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "w"},
                     },
                     "spec": spec,
@@ -108,8 +119,8 @@ def generate(n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1) -> lis
     return objs
 
 
-def run(n_nodes: int, n_pods: int) -> None:
-    objs = generate(n_nodes, n_pods)
+def run(n_nodes: int, n_pods: int, spread: float = 0.0) -> None:
+    objs = generate(n_nodes, n_pods, spread=spread)
     config = config_from_text(CONFIG)
     t0 = time.perf_counter()
     snapshot = build_snapshot(objs)
@@ -137,6 +148,7 @@ def main() -> None:
         "--scaling", action="store_true",
         help="the scaling table: 1,000 × 5,000 up to 20,000 × 100,000, each size in its own process (peak RSS per size)",
     )
+    ap.add_argument("--spread", type=float, default=0.0, help="fraction of jobs with topology spread constraints")
     args = ap.parse_args()
     if args.scaling:
         for n, m in SCALING:
@@ -144,7 +156,7 @@ def main() -> None:
         return
     tune_gc()  # as the command line does
     for n in args.nodes:
-        run(n, args.pods)
+        run(n, args.pods, args.spread)
 
 
 if __name__ == "__main__":

@@ -32,20 +32,54 @@ if TYPE_CHECKING:
     from tidesched.model.node_table import NodeTable
 
 _Key = tuple[str, CompiledLabelSelector]
+_Placed = dict[str, tuple[int, "TaskInfo"]]  # uid -> (row, task)
+
+
+def _anchors(selector: CompiledLabelSelector) -> list[tuple[str, str]] | None:
+    """(label key, value) pairs one of which every matching pod carries: the values of the
+    selector's narrowest ``In`` requirement; None when it has none."""
+    ins = [(k, values) for k, op, values in selector.requirements if op == "In"]
+    if not ins:
+        return None
+    key, values = min(ins, key=lambda kv: len(kv[1]))
+    return [(key, v) for v in values]
 
 
 class MatchingPods:
-    """Per-row counts of placed pods matching (namespace, selector), one array per pair."""
+    """Per-row counts of placed pods matching (namespace, selector), one array per pair.
+
+    Selectors are usually a workload's ``matchLabels`` and there may be one per workload, so
+    both directions are indexed by label: a new selector counts only the pods carrying one of
+    its anchor labels, and a placement updates only the selectors anchored on its labels."""
 
     def __init__(self, table: "NodeTable") -> None:
         self.table = table
-        # Every counted pod: uid -> (row, task).
-        self.placed: dict[str, tuple[int, "TaskInfo"]] = {}
+        self.placed: _Placed = {}  # every counted pod
+        self._by_ns: dict[str, _Placed] = {}
+        self._by_label: dict[tuple[str, str, str], _Placed] = {}
         for row, tasks in enumerate(table.tasks):
             for t in tasks.values():
                 if t.status != TaskStatus.RELEASING:
-                    self.placed[t.uid] = (row, t)
+                    self._index(row, t)
         self._counts: dict[_Key, np.ndarray] = {}
+        # Selectors to update for a pod: by (namespace, label key, value), or per namespace.
+        self._anchored: dict[tuple[str, str, str], list[_Key]] = {}
+        self._unanchored: dict[str, list[_Key]] = {}
+
+    def _index(self, row: int, task: "TaskInfo") -> None:
+        entry = (row, task)
+        self.placed[task.uid] = entry
+        self._by_ns.setdefault(task.namespace, {})[task.uid] = entry
+        for k, v in task.pod.meta.labels.items():
+            self._by_label.setdefault((task.namespace, k, v), {})[task.uid] = entry
+
+    def _unindex(self, task: "TaskInfo") -> tuple[int, "TaskInfo"] | None:
+        entry = self.placed.pop(task.uid, None)
+        if entry is not None:
+            self._by_ns[task.namespace].pop(task.uid, None)
+            for k, v in task.pod.meta.labels.items():
+                self._by_label[(task.namespace, k, v)].pop(task.uid, None)
+        return entry
 
     def counts(self, namespace: str, selector: CompiledLabelSelector) -> np.ndarray:
         """Matching pods per row (the array is the cache's own: do not modify it)."""
@@ -53,17 +87,29 @@ class MatchingPods:
         arr = self._counts.get(key)
         if arr is None:
             arr = np.zeros(len(self.table), dtype=np.int64)
-            for row, t in self.placed.values():
-                if t.namespace == namespace and selector.matches(t.pod.meta.labels):
-                    arr[row] += 1
+            anchors = _anchors(selector)
+            if anchors is None:
+                pools = [self._by_ns.get(namespace, {})]
+                self._unanchored.setdefault(namespace, []).append(key)
+            else:
+                pools = [self._by_label.get((namespace, k, v), {}) for k, v in anchors]
+                for k, v in anchors:
+                    self._anchored.setdefault((namespace, k, v), []).append(key)
+            for pool in pools:
+                for row, t in pool.values():
+                    if selector.matches(t.pod.meta.labels):
+                        arr[row] += 1
             self._counts[key] = arr
         return arr
 
     def _shift(self, row: int, task: "TaskInfo", delta: int) -> None:
-        labels = task.pod.meta.labels
-        for (ns, selector), arr in self._counts.items():
-            if ns == task.namespace and selector.matches(labels):
-                arr[row] += delta
+        ns, labels = task.namespace, task.pod.meta.labels
+        keys = list(self._unanchored.get(ns, ()))
+        for k, v in labels.items():
+            keys.extend(self._anchored.get((ns, k, v), ()))
+        for key in keys:
+            if key[1].matches(labels):
+                self._counts[key][row] += delta
 
     def on_allocate(self, task: "TaskInfo") -> None:
         if task.uid in self.placed or task.status == TaskStatus.RELEASING:
@@ -71,11 +117,11 @@ class MatchingPods:
         row = self.table.index.get(task.node_name) if task.node_name else None
         if row is None or task.uid not in self.table.tasks[row]:
             return
-        self.placed[task.uid] = (row, task)
+        self._index(row, task)
         self._shift(row, task, 1)
 
     def on_deallocate(self, task: "TaskInfo") -> None:
-        entry = self.placed.pop(task.uid, None)
+        entry = self._unindex(task)
         if entry is not None:
             self._shift(entry[0], task, -1)
 
