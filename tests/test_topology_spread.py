@@ -236,3 +236,71 @@ def test_malformed_pod_is_a_warning_not_a_crash() -> None:
     assert [p.meta.name for p in snap.pods] == ["good"]
     (problem,) = [e for e in snap.problems if e.name == "bad"]
     assert problem.type == "Warning" and "spec.topologySpreadConstraints[0].maxSkew" in problem.message
+
+
+# -- the simulator: Deployments, the cache, several sessions ----------------------------------
+
+
+def test_simulated_deployment_spreads_across_zones_over_sessions(tmp_path) -> None:
+    """A Deployment's replicas (pod template with a DoNotSchedule zone spread and a
+    ScheduleAnyway hostname spread) over three zones, then scaled out in a later session:
+    the simulator's cache feeds the same core, and the counts carry over from bound pods."""
+    import yaml
+
+    from tidesched.sim.runner import Engine
+    from tidesched.sim.scenario import load_scenario
+
+    zones = {"node-a1": "z1", "node-a2": "z1", "node-b1": "z2", "node-c1": "z3"}
+    nodes = [node(n, cpu="16", labels={"zone": z, HOST: n}) for n, z in zones.items()]
+    for n in nodes:
+        n["apiVersion"] = "v1"
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "ns"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                     "topologySpreadConstraints": [
+                         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                          "labelSelector": {"matchLabels": {"app": "web"}}},
+                         {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "ScheduleAnyway",
+                          "labelSelector": {"matchLabels": {"app": "web"}}}]}}},
+    }
+    doc = {"name": "spread", "schedulePeriod": "1s", "duration": "20s",
+           "scheduler": {"config": CONFIG.replace('"allocate"', '"enqueue, allocate"')},
+           "objects": [{"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                        "metadata": {"name": "default"}, "spec": {"weight": 1}}, *nodes, deployment],
+           "events": [{"at": "10s", "scale": {"deployment": "ns/web", "replicas": 6}}]}
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    engine = Engine(load_scenario(path), 0)
+    sim = engine.run()
+    assert not sim.failed
+    placed = [p["spec"].get("nodeName") for _k, p in engine.world.items("Pod")]
+    assert len(placed) == 6 and all(placed)
+    per_zone = {z: sum(zones[n] == z for n in placed) for z in ("z1", "z2", "z3")}
+    assert per_zone == {"z1": 2, "z2": 2, "z3": 2}
+    # ScheduleAnyway on the hostname: zone1's two replicas are on its two nodes.
+    assert sorted(n for n in placed if zones[n] == "z1") == ["node-a1", "node-a2"]
+
+
+def test_explain_names_the_spread_reasons(tmp_path) -> None:
+    import yaml
+    from typer.testing import CliRunner
+
+    from tidesched.cli import app
+
+    constraint = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                  "labelSelector": {"matchLabels": {"app": "web"}}}
+    objs = [
+        node("node-a", labels={"zone": "z1"}), node("node-b", cpu="1", labels={"zone": "z2"}), node("node-c"),
+        placed("web-1", "node-a", {"app": "web"}), placed("web-2", "node-a", {"app": "web"}),
+        pod("web-3", labels={"app": "web"}, cpu="2", spec={"topologySpreadConstraints": [constraint]}),
+    ]
+    f = tmp_path / "objs.yaml"
+    f.write_text(yaml.safe_dump_all(objs))
+    cfg = tmp_path / "scheduler.conf"
+    cfg.write_text(CONFIG)
+    res = CliRunner().invoke(app, ["explain", "ns/web-3", "-c", str(cfg), str(f)])
+    assert res.exit_code == 0, res.output
+    assert ("0/3 nodes are unavailable: 1 Insufficient cpu, 1 node(s) didn't match pod topology spread "
+            "constraints, 1 node(s) didn't match pod topology spread constraints (missing required label).") in res.output
