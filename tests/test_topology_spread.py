@@ -304,3 +304,15 @@ def test_explain_names_the_spread_reasons(tmp_path) -> None:
     assert res.exit_code == 0, res.output
     assert ("0/3 nodes are unavailable: 1 Insufficient cpu, 1 node(s) didn't match pod topology spread "
             "constraints, 1 node(s) didn't match pod topology spread constraints (missing required label).") in res.output
+
+
+@pytest.mark.parametrize(
+    ("plugin", "argument"),
+    [("predicates", "predicate.PodTopologySpreadEnable: maybe"), ("nodeorder", "podtopologyspread.weight: heavy")],
+)
+def test_bad_switches_are_config_errors_naming_the_argument(plugin: str, argument: str) -> None:
+    from tidesched.framework.config import ConfigError
+
+    text = f'actions: "allocate"\ntiers:\n- plugins:\n  - name: {plugin}\n    arguments: {{{argument}}}\n'
+    with pytest.raises(ConfigError, match=argument.split(":")[0].replace(".", r"\.")):
+        config_from_text(text)
