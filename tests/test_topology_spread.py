@@ -316,3 +316,44 @@ def test_bad_switches_are_config_errors_naming_the_argument(plugin: str, argumen
     text = f'actions: "allocate"\ntiers:\n- plugins:\n  - name: {plugin}\n    arguments: {{{argument}}}\n'
     with pytest.raises(ConfigError, match=argument.split(":")[0].replace(".", r"\.")):
         config_from_text(text)
+
+
+def test_counts_follow_statements_whether_or_not_kept_dense() -> None:
+    """The session's counts against a recount from the node table, after staged allocations,
+    evictions and a discard, with only one selector's dense array kept at a time."""
+    from tidesched.framework.statement import Statement
+    from tidesched.k8s.selectors import compile_label_selector
+    from tidesched.model.status import TaskStatus
+    from tidesched.plugins.topology_spread import matching_pods
+
+    objs = [*hosts("node-a", "node-b", "node-c"),
+            placed("web-1", "node-a", {"app": "web", "rev": "1"}), placed("db-1", "node-b", {"app": "db"}),
+            placed("web-gone", "node-c", {"app": "web"}, deleting=True),
+            pod("web-2", labels={"app": "web", "rev": "2"}), pod("db-2", labels={"app": "db"})]
+    ssn = open_session(build_snapshot(objs), config_from_text(CONFIG))
+    counter = matching_pods(ssn)
+    counter.DENSE_KEPT = 1
+    selectors = [compile_label_selector(s) for s in (
+        {"matchLabels": {"app": "web"}}, {"matchLabels": {"app": "db"}},
+        {"matchExpressions": [{"key": "rev", "operator": "Exists"}]}, {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "db"]}]})]
+
+    def recount(sel) -> list[int]:
+        return [sum(1 for t in row.values() if t.status != TaskStatus.RELEASING and sel.matches(t.pod.meta.labels))
+                for row in ssn.table.tasks]
+
+    def check() -> None:
+        for sel in selectors + selectors[::-1]:
+            assert counter.counts("ns", sel).tolist() == recount(sel)
+        assert counter.counts("other", selectors[0]).tolist() == [0, 0, 0]
+
+    check()
+    by_name = {t.name: t for t in ssn.tasks.values()}
+    stmt = Statement(ssn)
+    stmt.allocate(by_name["web-2"], "node-b")
+    stmt.pipeline(by_name["db-2"], "node-a")
+    stmt.evict(by_name["web-1"], "test")
+    check()
+    assert counter.counts("ns", selectors[0]).tolist() == [0, 1, 0]
+    stmt.discard()
+    check()
+    assert counter.counts("ns", selectors[0]).tolist() == [1, 0, 0]

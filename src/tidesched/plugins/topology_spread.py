@@ -15,6 +15,7 @@ handler, so a Statement's discard and the preemption dry run's remove/restore re
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,7 +51,11 @@ class MatchingPods:
 
     Selectors are usually a workload's ``matchLabels`` and there may be one per workload, so
     both directions are indexed by label: a new selector counts only the pods carrying one of
-    its anchor labels, and a placement updates only the selectors anchored on its labels."""
+    its anchor labels, and a placement updates only the selectors anchored on its labels.
+    Counts are kept sparse (row -> count) with dense arrays for the most recently used
+    selectors only: thousands of workloads over thousands of nodes stay small."""
+
+    DENSE_KEPT = 64
 
     def __init__(self, table: "NodeTable") -> None:
         self.table = table
@@ -61,7 +66,8 @@ class MatchingPods:
             for t in tasks.values():
                 if t.status != TaskStatus.RELEASING:
                     self._index(row, t)
-        self._counts: dict[_Key, np.ndarray] = {}
+        self._sparse: dict[_Key, dict[int, int]] = {}
+        self._dense: OrderedDict[_Key, np.ndarray] = OrderedDict()
         # Selectors to update for a pod: by (namespace, label key, value), or per namespace.
         self._anchored: dict[tuple[str, str, str], list[_Key]] = {}
         self._unanchored: dict[str, list[_Key]] = {}
@@ -84,23 +90,37 @@ class MatchingPods:
     def counts(self, namespace: str, selector: CompiledLabelSelector) -> np.ndarray:
         """Matching pods per row (the array is the cache's own: do not modify it)."""
         key = (namespace, selector)
-        arr = self._counts.get(key)
-        if arr is None:
-            arr = np.zeros(len(self.table), dtype=np.int64)
-            anchors = _anchors(selector)
-            if anchors is None:
-                pools = [self._by_ns.get(namespace, {})]
-                self._unanchored.setdefault(namespace, []).append(key)
-            else:
-                pools = [self._by_label.get((namespace, k, v), {}) for k, v in anchors]
-                for k, v in anchors:
-                    self._anchored.setdefault((namespace, k, v), []).append(key)
-            for pool in pools:
-                for row, t in pool.values():
-                    if selector.matches(t.pod.meta.labels):
-                        arr[row] += 1
-            self._counts[key] = arr
-        return arr
+        dense = self._dense.get(key)
+        if dense is not None:
+            self._dense.move_to_end(key)
+            return dense
+        sparse = self._sparse.get(key)
+        if sparse is None:
+            sparse = self._sparse[key] = self._count(key)
+        dense = np.zeros(len(self.table), dtype=np.int64)
+        if sparse:
+            dense[np.fromiter(sparse, dtype=np.int64, count=len(sparse))] = list(sparse.values())
+        self._dense[key] = dense
+        if len(self._dense) > self.DENSE_KEPT:
+            self._dense.popitem(last=False)
+        return dense
+
+    def _count(self, key: _Key) -> dict[int, int]:
+        namespace, selector = key
+        anchors = _anchors(selector)
+        if anchors is None:
+            pools = [self._by_ns.get(namespace, {})]
+            self._unanchored.setdefault(namespace, []).append(key)
+        else:
+            pools = [self._by_label.get((namespace, k, v), {}) for k, v in anchors]
+            for k, v in anchors:
+                self._anchored.setdefault((namespace, k, v), []).append(key)
+        sparse: dict[int, int] = {}
+        for pool in pools:
+            for row, t in pool.values():
+                if selector.matches(t.pod.meta.labels):
+                    sparse[row] = sparse.get(row, 0) + 1
+        return sparse
 
     def _shift(self, row: int, task: "TaskInfo", delta: int) -> None:
         ns, labels = task.namespace, task.pod.meta.labels
@@ -109,7 +129,15 @@ class MatchingPods:
             keys.extend(self._anchored.get((ns, k, v), ()))
         for key in keys:
             if key[1].matches(labels):
-                self._counts[key][row] += delta
+                sparse = self._sparse[key]
+                n = sparse.get(row, 0) + delta
+                if n:
+                    sparse[row] = n
+                else:
+                    sparse.pop(row, None)
+                dense = self._dense.get(key)
+                if dense is not None:
+                    dense[row] += delta
 
     def on_allocate(self, task: "TaskInfo") -> None:
         if task.uid in self.placed or task.status == TaskStatus.RELEASING:
