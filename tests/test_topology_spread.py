@@ -357,3 +357,63 @@ def test_counts_follow_statements_whether_or_not_kept_dense() -> None:
     stmt.discard()
     check()
     assert counter.counts("ns", selectors[0]).tolist() == [1, 0, 0]
+
+
+# -- the filter, ported from filtering_test.go TestMultipleConstraints -------------------------
+
+OK, NO, GONE = "Success", "Unschedulable", "UnschedulableAndUnresolvable"
+
+
+def hard(key: str, selector: Any) -> dict[str, Any]:
+    return {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector}
+
+
+def filter_codes(nodes: list[dict], existing: list[dict], constraints: list[dict], labels: dict[str, str]) -> dict[str, str]:
+    from tidesched.plugins.predicates import REASON_SPREAD, REASON_SPREAD_LABEL
+
+    incoming = pod("p", labels=labels, spec={"topologySpreadConstraints": constraints})
+    ssn = open_session(build_snapshot([*nodes, *existing, incoming]), config_from_text(CONFIG))
+    task = next(t for t in ssn.tasks.values() if t.name == "p")
+    result = ssn.predicate(task)
+    out = {name: OK for name in ssn.table.names}
+    for f in result.failures:
+        assert f.reason in (REASON_SPREAD, REASON_SPREAD_LABEL) and f.unresolvable == (f.reason == REASON_SPREAD_LABEL)
+        for row in np.flatnonzero(f.nodes):
+            out[ssn.table.names[row]] = GONE if f.unresolvable else NO
+    return out
+
+
+def four_nodes(without_node_label: str = "") -> list[dict]:
+    return [node(n, labels={"zone": z, **({} if n == without_node_label else {"node": n})})
+            for n, z in (("node-a", "zone1"), ("node-b", "zone1"), ("node-x", "zone2"), ("node-y", "zone2"))]
+
+
+FOO_BAR = {"foo": "", "bar": ""}
+F = {"foo": ""}  # labels
+
+
+@pytest.mark.parametrize(
+    ("existing", "selectors", "labels", "without", "want"),
+    [
+        ([("node-a", F)] * 2 + [("node-b", F)] + [("node-y", F)] * 3, (FOO,) * 2,
+         {"foo": ""}, "", {"node-a": NO, "node-b": NO, "node-x": OK, "node-y": NO}),
+        ([("node-a", F)] * 2 + [("node-b", F)] + [("node-y", F)] * 4, (FOO,) * 2,
+         {"foo": ""}, "", {"node-a": NO, "node-b": NO, "node-x": NO, "node-y": NO}),
+        ([("node-a", F), ("node-y", {"bar": ""})], (FOO, BAR), FOO_BAR, "",
+         {"node-a": NO, "node-b": NO, "node-x": OK, "node-y": NO}),
+        ([("node-a", F), ("node-x", {"bar": ""}), ("node-y", {"bar": ""})], (FOO, BAR), FOO_BAR, "",
+         {"node-a": NO, "node-b": NO, "node-x": NO, "node-y": NO}),
+        ([("node-a", F), ("node-a", FOO_BAR), ("node-y", F), ("node-y", FOO_BAR), ("node-y", F)], (FOO, BAR),
+         FOO_BAR, "", {"node-a": NO, "node-b": OK, "node-x": NO, "node-y": NO}),
+        ([("node-a", F), ("node-x", {"bar": ""}), ("node-y", {"bar": ""})], (FOO, BAR), {"bar": ""}, "",
+         {"node-a": OK, "node-b": OK, "node-x": NO, "node-y": NO}),
+        ([("node-a", F), ("node-y", F)], (FOO,) * 2, {"foo": ""}, "node-x",
+         {"node-a": NO, "node-b": OK, "node-x": GONE, "node-y": NO}),
+    ],
+    ids=["3/3-2/1/0/3", "3/4-2/1/0/4", "1/0-1/0/0/1", "1/0-0/0/1/1", "2/3-1/0/0/1",
+         "pod-does-not-match-zone-selector", "node-x-without-node-label"],
+)
+def test_zone_and_node_constraints(existing, selectors, labels, without, want) -> None:
+    pods = [placed(f"e{i}", on, lab) for i, (on, lab) in enumerate(existing)]
+    constraints = [hard("zone", selectors[0]), hard("node", selectors[1])]
+    assert filter_codes(four_nodes(without), pods, constraints, labels) == want
