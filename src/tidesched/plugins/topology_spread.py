@@ -47,7 +47,7 @@ def _anchors(selector: CompiledLabelSelector) -> list[tuple[str, str]] | None:
 
 
 class MatchingPods:
-    """Per-row counts of placed pods matching (namespace, selector), one array per pair.
+    """Per-row counts of placed pods matching a (namespace, selector) pair.
 
     Selectors are usually a workload's ``matchLabels`` and there may be one per workload, so
     both directions are indexed by label: a new selector counts only the pods carrying one of
