@@ -133,7 +133,9 @@ def parse_spread_constraints(
             raise SelectorError(f"{w}.topologyKey: must be a non-empty string")
         action = item.get("whenUnsatisfiable")
         if action not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
-            raise SelectorError(f"{w}.whenUnsatisfiable: must be DoNotSchedule or ScheduleAnyway, got {action!r}")
+            raise SelectorError(
+                f"{w}.whenUnsatisfiable: must be DoNotSchedule or ScheduleAnyway, got {action!r}"
+            )
         if (key, action) in seen:
             raise SelectorError(f"{w}: duplicate topologyKey {key!r} with whenUnsatisfiable {action}")
         seen.add((key, action))
@@ -141,7 +143,9 @@ def parse_spread_constraints(
         if item.get("minDomains") is not None:
             min_domains = _positive_int(item.get("minDomains"), f"{w}.minDomains")
             if action != DO_NOT_SCHEDULE:
-                raise SelectorError(f"{w}.minDomains: can only be set when whenUnsatisfiable is DoNotSchedule")
+                raise SelectorError(
+                    f"{w}.minDomains: can only be set when whenUnsatisfiable is DoNotSchedule"
+                )
         raw_selector = item.get("labelSelector")
         selector = compile_label_selector(raw_selector, f"{w}.labelSelector")
         keys = item.get("matchLabelKeys")

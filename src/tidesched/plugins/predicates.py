@@ -229,7 +229,9 @@ class PredicatesPlugin(Plugin):
             self._check_topology_spread(task, passed, failures)
         return PredicateResult(passed, failures)
 
-    def _check_topology_spread(self, task: "TaskInfo", passed: np.ndarray, failures: list[NodeFailure]) -> None:
+    def _check_topology_spread(
+        self, task: "TaskInfo", passed: np.ndarray, failures: list[NodeFailure]
+    ) -> None:
         hard = [c for c in task.pod.spread_constraints if c.hard]
         if not hard:
             return
