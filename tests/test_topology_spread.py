@@ -179,6 +179,8 @@ def test_defaults_and_policies() -> None:
                     "nodeAffinityPolicy": "Ignore", "nodeTaintsPolicy": "Honor", "labelSelector": FOO}])
     assert (c.min_domains, c.honor_affinity, c.honor_taints) == (3, False, True)
     assert parsed(None) == ()
+    # Fields of newer Kubernetes versions are ignored, not refused.
+    assert len(parsed([{**BASE, "someFutureField": True}])) == 1
 
 
 def test_match_label_keys_narrow_the_selector_to_the_pods_values() -> None:
@@ -194,6 +196,14 @@ def test_match_label_keys_narrow_the_selector_to_the_pods_values() -> None:
     (c,) = parsed([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {},
                     "matchLabelKeys": ["rev"]}], labels={"rev": "2"})
     assert c.counts_pods and c.selector.matches({"rev": "2"}) and not c.selector.matches({"rev": "1"})
+    # The API server of Kubernetes 1.34+ merges matchLabelKeys into labelSelector itself;
+    # such a pod is valid and spreads the same.
+    (merged,) = parsed([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                         "labelSelector": {"matchLabels": {"app": "web"},
+                                           "matchExpressions": [{"key": "rev", "operator": "In", "values": ["2"]}]},
+                         "matchLabelKeys": ["rev"]}], labels={"app": "web", "rev": "2"})
+    for labels in ({"app": "web", "rev": "2"}, {"app": "web", "rev": "1"}, {"rev": "2"}):
+        assert merged.selector.matches(labels) == (labels == {"app": "web", "rev": "2"})
 
 
 BASE = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": FOO}
@@ -215,12 +225,11 @@ BASE = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule
         ([{**BASE, "nodeAffinityPolicy": "honor"}], "spec.topologySpreadConstraints[0].nodeAffinityPolicy"),
         ([{**BASE, "nodeTaintsPolicy": 1}], "spec.topologySpreadConstraints[0].nodeTaintsPolicy"),
         ([{**BASE, "matchLabelKeys": "rev"}], "spec.topologySpreadConstraints[0].matchLabelKeys"),
-        ([{**BASE, "matchLabelKeys": ["foo"]}], "spec.topologySpreadConstraints[0].matchLabelKeys[0]"),
+        ([{**BASE, "matchLabelKeys": [""]}], "spec.topologySpreadConstraints[0].matchLabelKeys[0]"),
         ([{k: v for k, v in BASE.items() if k != "labelSelector"} | {"matchLabelKeys": ["rev"]}],
          "spec.topologySpreadConstraints[0].labelSelector"),
         ([{**BASE, "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}}],
          "spec.topologySpreadConstraints[0].labelSelector.matchExpressions[0].operator"),
-        ([{**BASE, "maxSkw": 1}], "spec.topologySpreadConstraints[0]"),
     ],
 )
 def test_malformed_constraints_name_the_field(constraints: Any, field: str) -> None:

@@ -56,10 +56,6 @@ SCHEDULE_ANYWAY = "ScheduleAnyway"
 HOSTNAME_KEY = "kubernetes.io/hostname"
 _POLICIES = ("Honor", "Ignore")
 _INT32_MAX = 2**31 - 1
-_FIELDS = {
-    "maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelector", "minDomains",
-    "nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +97,8 @@ def _with_label_keys(
     selector: CompiledLabelSelector, keys: Sequence[str], pod_labels: Mapping[str, str]
 ) -> CompiledLabelSelector:
     """kube-scheduler's merge: ``key In (value)`` for each key the pod has, then the
-    selector's own requirements; a nil selector stays nil."""
+    selector's own requirements; a nil selector stays nil. Since Kubernetes 1.34 the API
+    server may already have merged them into ``labelSelector``: merging again changes nothing."""
     if selector.nothing:
         return selector
     added = tuple((k, "In", frozenset((label_str(pod_labels[k]),))) for k in keys if k in pod_labels)
@@ -124,9 +121,6 @@ def parse_spread_constraints(
         w = f"{where}[{i}]"
         if not isinstance(item, Mapping):
             raise SelectorError(f"{w}: must be a mapping, got {type(item).__name__}")
-        unknown = sorted(str(k) for k in item if k not in _FIELDS)
-        if unknown:
-            raise SelectorError(f"{w}: unknown field(s) {unknown}")
         max_skew = _positive_int(item.get("maxSkew"), f"{w}.maxSkew")
         key = item.get("topologyKey")
         if not isinstance(key, str) or not key:
@@ -155,8 +149,6 @@ def parse_spread_constraints(
             for j, k in enumerate(keys):
                 if not isinstance(k, str) or not k:
                     raise SelectorError(f"{w}.matchLabelKeys[{j}]: must be a non-empty string")
-                if any(k == r[0] for r in selector.requirements):
-                    raise SelectorError(f"{w}.matchLabelKeys[{j}]: {k!r} is already used by labelSelector")
             if keys and raw_selector is None:
                 raise SelectorError(f"{w}.labelSelector: must be set when matchLabelKeys is set")
             selector = _with_label_keys(selector, keys, pod_labels)
