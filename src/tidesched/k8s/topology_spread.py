@@ -172,7 +172,7 @@ class SpreadInput:
 
     ``codes``: the topology key's value code per node (-1: no such label), ``domains`` the
     number of codes; ``counts``: matching pods per node; ``included``: nodes passing the
-    constraint's inclusion policies (the all-keys condition is applied here)."""
+    constraint's inclusion policies (the filter and the score add "has every key")."""
 
     constraint: SpreadConstraint
     codes: np.ndarray
