@@ -11,6 +11,8 @@ nodeorder with all its weights non-zero, and binpack. Run by hand:
     .venv/bin/python benchmarks/session.py --scaling      # up to 20,000 nodes × 100,000 pods
     .venv/bin/python benchmarks/session.py --nodegroups   # plus the nodegroup plugin: 8 node
                                                           # groups, each queue requires 4
+    .venv/bin/python benchmarks/session.py --nodes 5000 --spread 0.2   # a fifth of the jobs
+        # with topology spread constraints (zone DoNotSchedule maxSkew 2, hostname ScheduleAnyway)
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ def group_affinity(q: int) -> dict[str, Any]:
 
 
 def generate(
-    n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1, nodegroups: bool = False
+    n_nodes: int, n_pods: int, n_queues: int = 4, seed: int = 1, nodegroups: bool = False,
+    spread: float = 0.0,
 ) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     objs: list[dict[str, Any]] = []
@@ -98,6 +101,7 @@ def generate(
         cpu = rng.choice(["500m", "1", "2", "4"])
         mem = rng.choice(["1Gi", "2Gi", "4Gi", "8Gi"])
         selector = {"zone": f"z{rng.randrange(4)}"} if rng.random() < 0.33 else None
+        spread_job = spread > 0 and rng.random() < spread
         objs.append(
             {
                 "kind": "PodGroup",
@@ -113,12 +117,20 @@ def generate(
             }
             if selector:
                 spec["nodeSelector"] = selector
+            if spread_job:
+                mine = {"matchLabels": {"job": name}}
+                spec["topologySpreadConstraints"] = [
+                    {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": mine},
+                    {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+                     "labelSelector": mine},
+                ]
             objs.append(
                 {
                     "kind": "Pod",
                     "metadata": {
                         "name": f"{name}-w-{k}",
                         "namespace": "bench",
+                        "labels": {"job": name},
                         "annotations": {"scheduling.k8s.io/group-name": name, "volcano.sh/task-spec": "w"},
                     },
                     "spec": spec,
@@ -133,8 +145,8 @@ def generate(
     return objs
 
 
-def run(n_nodes: int, n_pods: int, nodegroups: bool = False) -> None:
-    objs = generate(n_nodes, n_pods, nodegroups=nodegroups)
+def run(n_nodes: int, n_pods: int, nodegroups: bool = False, spread: float = 0.0) -> None:
+    objs = generate(n_nodes, n_pods, nodegroups=nodegroups, spread=spread)
     config = config_from_text(CONFIG + (NODEGROUP_PLUGIN if nodegroups else ""))
     t0 = time.perf_counter()
     snapshot = build_snapshot(objs)
@@ -163,6 +175,7 @@ def main() -> None:
         help="the scaling table: 1,000 × 5,000 up to 20,000 × 100,000, each size in its own process (peak RSS per size)",
     )
     ap.add_argument("--nodegroups", action="store_true", help="label nodes with 8 groups, give queues affinity, add the nodegroup plugin")
+    ap.add_argument("--spread", type=float, default=0.0, help="fraction of jobs with topology spread constraints")
     args = ap.parse_args()
     if args.scaling:
         for n, m in SCALING:
@@ -170,7 +183,7 @@ def main() -> None:
         return
     tune_gc()  # as the command line does
     for n in args.nodes:
-        run(n, args.pods, args.nodegroups)
+        run(n, args.pods, args.nodegroups, args.spread)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ def node_obj(i: int, cpu: int, gpus: int, ready: bool, zone: int) -> dict[str, A
 def pod_obj(
     i: int, version: int, group: int | None, ours: bool, cpu: int, gpu: bool, node: int | None,
     done: bool, deleting: bool, prio: str | None, selector: int | None, bad: bool,
+    spread: str | None = None,
 ) -> dict[str, Any]:
     phase = "Pending" if node is None else ("Succeeded" if done else "Running")
     requests: dict[str, str] = {"cpu": "lots" if bad else f"{cpu}", "memory": "1Gi"}
@@ -86,6 +87,12 @@ def pod_obj(
         spec["priorityClassName"] = prio
     if selector is not None:
         spec["nodeSelector"] = {"zone": f"z{selector}"}
+    if spread is not None:  # topology spread: counts that sessions keep as pods move
+        meta["labels"] = {"app": "web"}
+        spec["topologySpreadConstraints"] = [{
+            "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": spread,
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }]
     return {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
 
 
@@ -131,6 +138,7 @@ pods = st.builds(
     st.sampled_from([None, "high", "low", "low"]),
     st.sampled_from([None, None, 0, 1]),
     st.sampled_from([False] * 9 + [True]),
+    st.sampled_from([None, None, None, "DoNotSchedule", "ScheduleAnyway"]),
 )
 groups = st.builds(
     group_obj, st.integers(0, N_GROUPS - 1), st.sampled_from([1, 1, 2, 3]), st.sampled_from(["default", "default", "q1", "gone"]),

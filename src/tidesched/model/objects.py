@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tidesched.k8s.selectors import CompiledLabelSelector, SelectorError, compile_label_selector
+from tidesched.k8s.topology_spread import SpreadConstraint, parse_spread_constraints
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import Resource
@@ -210,6 +211,8 @@ class Pod:
     role: str  # volcano.sh/task-spec annotation, else label, else ""
     preemptable: bool
     raw_spec: Mapping[str, Any] = field(repr=False)
+    # spec.topologySpreadConstraints, selectors compiled (matchLabelKeys merged in)
+    spread_constraints: tuple[SpreadConstraint, ...] = ()
 
     @property
     def key(self) -> str:
@@ -291,6 +294,11 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
     for i, t in enumerate(tolerations):
         if not isinstance(t, Mapping):
             raise ObjectError(f"spec.tolerations[{i}]", "expected a mapping")
+    try:
+        spread = parse_spread_constraints(spec.get("topologySpreadConstraints"), meta.labels)
+    except SelectorError as exc:
+        where, _, problem = str(exc).partition(": ")  # the message starts with the field
+        raise ObjectError(where, problem) from None
     phase = str(status.get("phase") or "Pending")
     node_name = str(spec.get("nodeName") or "")
     return Pod(
@@ -313,6 +321,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         role=meta.annotations.get(TASK_SPEC_KEY) or meta.labels.get(TASK_SPEC_KEY, ""),
         preemptable=pod_preemptable(meta.annotations, meta.labels),
         raw_spec=spec,
+        spread_constraints=spread,
     )
 
 

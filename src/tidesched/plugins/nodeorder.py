@@ -12,10 +12,12 @@ Registers NodeOrderFn: for the candidate rows of a task,
   candidates,
 * ``podaffinity`` (2): the pod's preferred pod (anti-)affinity terms against placed pods,
   min–max normalised over the candidates.
+* ``podtopologyspread`` (2): the pod's ``ScheduleAnyway`` topology spread constraints,
+  kube-scheduler's PodTopologySpread score normalised over the candidates (the least crowded
+  domain scores 100; see ``k8s/topology_spread.py``).
 
-Arguments ``<name>.weight`` as Volcano; weight 0 disables a scorer. ``imagelocality`` and
-``podtopologyspread`` weights are accepted; image data is not part of the snapshot, so image
-locality scores 0, and topology spread scoring is not implemented yet (also 0).
+Arguments ``<name>.weight`` as Volcano; weight 0 disables a scorer. The ``imagelocality``
+weight is accepted; image data is not part of the snapshot, so image locality scores 0.
 
 Node "requested" is the node's summed pod requests plus the incoming pod's (kube-scheduler's
 non-zero defaults of 100m CPU / 200Mi are applied to the incoming pod only).
@@ -34,7 +36,9 @@ from tidesched.k8s import scoring
 from tidesched.k8s.node_index import NodeLabelIndex
 from tidesched.k8s.selectors import SelectorError, affinity_term_namespaces, compile_label_selector
 from tidesched.k8s.taints import TaintIndex
+from tidesched.k8s.topology_spread import spread_scores
 from tidesched.plugins.predicates import node_labels, node_taints
+from tidesched.plugins.topology_spread import spread_inputs
 
 if TYPE_CHECKING:
     from tidesched.framework.config import Arguments
@@ -165,6 +169,11 @@ class NodeOrderPlugin(Plugin):
                 total += w["tainttoleration"] * 100.0
         if w["podaffinity"]:
             total += w["podaffinity"] * self._pod_affinity_scores(task, idx)
+        if w["podtopologyspread"] and task.pod.spread_constraints:
+            soft = [c for c in task.pod.spread_constraints if not c.hard]
+            if soft:
+                inputs = spread_inputs(self.ssn, self.labels, self.taints, task, soft)
+                total += w["podtopologyspread"] * spread_scores(inputs, idx)
         return total
 
     def _resource_scores(self, task: "TaskInfo") -> np.ndarray:

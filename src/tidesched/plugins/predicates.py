@@ -13,6 +13,10 @@ Registers PredicateFn. For a task it returns, over all nodes at once:
 * NodePorts — host port conflicts (``predicate.NodePortsEnable``).
 * InterPodAffinity — required pod affinity / anti-affinity of the pod, and existing pods'
   required anti-affinity against it (``predicate.PodAffinityEnable``).
+* PodTopologySpread — the pod's ``DoNotSchedule`` topology spread constraints, counted over
+  placed pods and this session's placements (``predicate.PodTopologySpreadEnable``, on by
+  default as in Volcano; see ``plugins/topology_spread.py``). A node without a topology key is
+  unresolvable; a skew too large is not (evicting pods may fix it).
 
 Predicate cache (EXT-4, seed 004). The node-property filters (the first three) never change
 within a session, so their mask is cached per *task template*: a key derived from everything
@@ -35,8 +39,10 @@ from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, Predic
 from tidesched.k8s.node_index import NodeLabelIndex
 from tidesched.k8s.selectors import SelectorError, compile_label_selector, affinity_term_namespaces
 from tidesched.k8s.taints import TaintIndex, tolerates_unschedulable
+from tidesched.k8s.topology_spread import spread_filter
 from tidesched.model.objects import HostPort
 from tidesched.model.status import TaskStatus
+from tidesched.plugins.topology_spread import spread_inputs
 
 if TYPE_CHECKING:
     from tidesched.framework.config import Arguments
@@ -53,6 +59,9 @@ REASON_POD_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_POD_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 REASON_INVALID = "pod has an invalid node selector or affinity"
+# kube-scheduler podtopologyspread ErrReasonConstraintsNotMatch / ErrReasonNodeLabelNotMatch
+REASON_SPREAD = "node(s) didn't match pod topology spread constraints"
+REASON_SPREAD_LABEL = REASON_SPREAD + " (missing required label)"
 
 
 def node_labels(table: "NodeTable") -> NodeLabelIndex:
@@ -113,6 +122,7 @@ class PredicatesPlugin(Plugin):
         self.ports_on = arguments.get_bool("predicate.NodePortsEnable", True)
         self.taints_on = arguments.get_bool("predicate.TaintTolerationEnable", True)
         self.pod_affinity_on = arguments.get_bool("predicate.PodAffinityEnable", True)
+        self.spread_on = arguments.get_bool("predicate.PodTopologySpreadEnable", True)
 
     def on_session_open(self, ssn: "Session") -> None:
         table = ssn.table
@@ -215,7 +225,25 @@ class PredicatesPlugin(Plugin):
             self._anti_holders or _pod_affinity(task, "podAffinity") or _pod_affinity(task, "podAntiAffinity")
         ):
             self._check_pod_affinity(task, passed, failures)
+        if self.spread_on and task.pod.spread_constraints:
+            self._check_topology_spread(task, passed, failures)
         return PredicateResult(passed, failures)
+
+    def _check_topology_spread(
+        self, task: "TaskInfo", passed: np.ndarray, failures: list[NodeFailure]
+    ) -> None:
+        hard = [c for c in task.pod.spread_constraints if c.hard]
+        if not hard:
+            return
+        missing, skewed = spread_filter(spread_inputs(self.ssn, self.labels, self.taints, task, hard))
+        missing &= passed
+        if missing.any():
+            failures.append(NodeFailure(REASON_SPREAD_LABEL, missing, True))
+            passed &= ~missing
+        skewed &= passed
+        if skewed.any():
+            failures.append(NodeFailure(REASON_SPREAD, skewed))
+            passed &= ~skewed
 
     def _check_ports(self, task: "TaskInfo", passed: np.ndarray, failures: list[NodeFailure]) -> None:
         table = self.ssn.table
