@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 from cluster import bound, create_queue, events, gpu_node, pods, replicaset_pods, volcano_job, wait_until
 
 H200 = "NVIDIA-H200"
+# Longest a gang may be seen partly running while its evictions are being sent (seconds): the
+# calls go out together, milliseconds apart on a quiet machine.
+PARTIAL_GANG_WINDOW = 3.0
 TRAINING = {"volcano.sh/service.type": "training", "volcano.sh/preemptable": "true"}
 INFERENCE = {
     "volcano.sh/service.type": "inference",
@@ -46,16 +50,24 @@ def test_inference_reclaims_whole_training_gangs(e2e) -> None:
                "the training pods Running")
 
     # Watch every training pod while reclaim happens: a gang must never be left partly running.
+    # The evictions of one gang are separate API calls sent together, so an observer may catch
+    # the instant between two of them; what must not happen is a gang *staying* partly running
+    # (a plan that evicts part of a gang, or a lost eviction that is not retried).
     partial: list[dict[str, list[str]]] = []
+    partial_since: dict[str, float] = {}
     stop = threading.Event()
 
     def observe() -> None:
         while not stop.is_set():
             live = {n: p for n, p in pods(api, research).items() if not p["metadata"].get("deletionTimestamp")}
+            now = time.monotonic()
             for job, names in jobs.items():
                 running = [n for n in names if n in live and live[n]["spec"].get("nodeName")]
                 if 0 < len(running) < len(names):
-                    partial.append({job: running})
+                    if now - partial_since.setdefault(job, now) > PARTIAL_GANG_WINDOW:
+                        partial.append({job: running})
+                else:
+                    partial_since.pop(job, None)
             stop.wait(0.05)
 
     watcher = threading.Thread(target=observe, daemon=True)
@@ -84,7 +96,7 @@ def test_inference_reclaims_whole_training_gangs(e2e) -> None:
         assert set(names) <= victims or not set(names) & victims, f"{job} partly evicted: {sorted(victims)}"
     # Exactly one job's cards were needed (2 pods × 4 cards): the cheapest plan breaks one gang.
     assert len(evicted_jobs) == 1, evicted_jobs
-    assert not partial, f"a training gang was partly running: {partial[:3]}"
+    assert not partial, f"a training gang stayed partly running: {partial[:3]}"
     assert set(training) - victims <= set(bound(api, research)), "a job that was not a victim lost pods"
     assert len(placed) == 2
     # Every victim was evicted through the Eviction API by the scheduler's ServiceAccount, once.
