@@ -120,7 +120,8 @@ def test_only_what_the_reclaimer_needs_beyond_whole_jobs() -> None:
         + inference("chat", 1, 4)
     )
     out = run(objs)
-    assert list(out.evicted) == ["ns/a-0"]
+    # Jobs of one pod put no gang at stake: Volcano's victim, the newest of equal jobs.
+    assert list(out.evicted) == ["ns/b-0"]
 
 
 # ------------------------------------------------------------------------------ DEC-8 choice
@@ -130,12 +131,12 @@ def test_a_lower_priority_job_is_broken_before_a_higher_priority_one() -> None:
     objs = (
         nodes("n1", "n2")
         + queues()
-        + training("important", [("n1", 8)], 1, priority_class="high")
-        + training("filler", [("n2", 8)], 1, priority_class="low")
+        + training("important", [("n1", 4), ("n1", 4)], 2, priority_class="high")
+        + training("filler", [("n2", 4), ("n2", 4)], 2, priority_class="low")
         + inference("chat", 1, 8)
     )
     out = run(objs)
-    assert list(out.evicted) == ["ns/filler-0"]
+    assert sorted(out.evicted) == ["ns/filler-0", "ns/filler-1"]
     assert out.pipelined == {"ns/chat-0": "n2"}
 
 
@@ -156,11 +157,11 @@ def test_the_most_recently_started_job_goes_first() -> None:
     objs = (
         nodes("n1", "n2")
         + queues()
-        + training("old", [("n1", 8)], 1, started="2026-01-01T00:00:00Z")
-        + training("new", [("n2", 8)], 1, started="2026-01-02T00:00:00Z")
+        + training("old", [("n1", 4), ("n1", 4)], 2, started="2026-01-01T00:00:00Z")
+        + training("new", [("n2", 4), ("n2", 4)], 2, started="2026-01-02T00:00:00Z")
         + inference("chat", 1, 8)
     )
-    assert list(run(objs).evicted) == ["ns/new-0"]
+    assert sorted(run(objs).evicted) == ["ns/new-0", "ns/new-1"]
 
 
 def test_surplus_pods_go_before_any_job_is_broken() -> None:
