@@ -289,3 +289,48 @@ def test_no_card_quota_exceeded_and_no_training_job_left_below_min_available(wor
         running = sum(_cards(p) for k, p in pods.items() if p["spec"].get("nodeName") == n and k not in evicted)
         new = sum(_cards(pods[k]) for k, where in placed.items() if where == n)
         assert running + new <= 8, n
+
+
+# ------------------------------------------------------------------------------ no gang at stake
+
+
+@st.composite
+def gang_free_worlds(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Training jobs of minAvailable 1 only (any number of pods, so every pod is either the
+    whole job or above its minimum), with random priorities, start and creation times."""
+    n_nodes = draw(st.integers(1, 4))
+    names = [f"n{i}" for i in range(n_nodes)]
+    free = {n: 8 for n in names}
+    objs: list[dict[str, Any]] = nodes(*names) + queues(draw(st.integers(0, 24)))
+    for j in range(draw(st.integers(0, 7))):
+        pods: list[tuple[str, int]] = []
+        for _ in range(draw(st.integers(1, 3))):
+            cards = draw(st.sampled_from([1, 2, 4, 8]))
+            fits = [n for n in names if free[n] >= cards]
+            if not fits:
+                break
+            where = draw(st.sampled_from(fits))
+            free[where] -= cards
+            pods.append((where, cards))
+        if not pods:
+            continue
+        day = draw(st.integers(1, 9))
+        job = training(f"t{j}", pods, 1, priority_class=draw(st.sampled_from([None, "low", "high"])),
+                       started=f"2026-01-0{day}T00:00:00Z")
+        for o in job[1:]:
+            o["metadata"]["creationTimestamp"] = f"2026-01-01T0{draw(st.integers(0, 9))}:00:00Z"
+        objs += job
+    for j in range(draw(st.integers(1, 3))):
+        objs += inference(f"inf{j}", draw(st.integers(1, 4)), draw(st.sampled_from([1, 2, 4, 8])))
+    return objs
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gang_free_worlds())
+def test_without_a_gang_at_stake_the_decisions_are_volcanos(objs) -> None:
+    """Issue 12 part 5: where every candidate victim is a job of one pod or a pod above its
+    job's minAvailable, gang-safe reclaim evicts and places exactly as Volcano's per-pod
+    reclaim (enableGangSafeReclaim: false) does."""
+    gang_safe = run(objs).to_json()
+    volcano = run(objs, tidal_config(gang_safe=False)).to_json()
+    assert gang_safe == volcano
