@@ -7,11 +7,16 @@ on starving, so a Deployment can reclaim for every replica)."""
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 from builders import card_node, card_pod, card_queue, podgroup
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tidesched.actions import gang_reclaim
+from tidesched.actions.gang_victims import GangVictims
+from tidesched.actions.reclaim_steps import reclaimees
+from tidesched.actions.victims import order_victims
 from tidesched.framework.plugin import PLUGINS, Plugin
 from tidesched.framework.session import Decisions
 from tidesched.model.snapshot import build_snapshot
@@ -334,3 +339,82 @@ def test_without_a_gang_at_stake_the_decisions_are_volcanos(objs) -> None:
     gang_safe = run(objs).to_json()
     volcano = run(objs, tidal_config(gang_safe=False)).to_json()
     assert gang_safe == volcano
+
+
+# ------------------------------------------------------------------------------ per-job plans
+
+_PRIORITY = {None: 0, "low": 100, "high": 10000}
+
+
+@st.composite
+def one_deployment_worlds(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Training gangs of any minAvailable and one inference Deployment of up to 5 replicas."""
+    n_nodes = draw(st.integers(2, 5))
+    names = [f"n{i}" for i in range(n_nodes)]
+    free = {n: 8 for n in names}
+    objs: list[dict[str, Any]] = nodes(*names) + queues(40)
+    for j in range(draw(st.integers(1, 6))):
+        pods: list[tuple[str, int]] = []
+        for _ in range(draw(st.integers(1, 4))):
+            cards = draw(st.sampled_from([2, 4, 8]))
+            fits = [n for n in names if free[n] >= cards]
+            if not fits:
+                break
+            where = draw(st.sampled_from(fits))
+            free[where] -= cards
+            pods.append((where, cards))
+        if pods:
+            objs += training(f"t{j}", pods, draw(st.integers(1, len(pods))),
+                             priority_class=draw(st.sampled_from([None, "low", "high"])))
+    objs += inference("chat", draw(st.integers(2, 5)), draw(st.sampled_from([2, 4, 8])))
+    return objs
+
+
+def _job_cost(objs: list[dict[str, Any]], out: Decisions) -> tuple:
+    """(-pods placed, highest priority broken, jobs broken, pods evicted) from decisions."""
+    groups = {o["metadata"]["name"]: o for o in objs if o["kind"] == "PodGroup"}
+    running: dict[str, int] = {}
+    for o in objs:
+        if o["kind"] == "Pod" and o["spec"].get("nodeName"):
+            g = o["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+            running[g] = running.get(g, 0) + 1
+    evicted: dict[str, int] = {}
+    for key in out.evicted:
+        g = key.split("/")[1].rsplit("-", 1)[0]
+        evicted[g] = evicted.get(g, 0) + 1
+    broken = [g for g, n in evicted.items() if running[g] - n < max(groups[g]["spec"]["minMember"], 1)]
+    priority = max((_PRIORITY[groups[g]["spec"].get("priorityClassName")] for g in broken), default=-1)
+    return (-(len(out.pipelined) + len(out.bound)), priority, len(broken), len(out.evicted))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(one_deployment_worlds())
+def test_a_deployment_plan_is_never_worse_than_planning_each_replica_alone(objs) -> None:
+    """Issue 12 part 5: choosing victims for the reclaiming job places at least as many
+    replicas as choosing them replica by replica, and costs no more in DEC-8's order."""
+    per_job = run(objs)
+    with patch.object(gang_reclaim, "ALTERNATIVES", 0):  # the cheapest plan per replica only
+        per_task = run(objs)
+    assert _job_cost(objs, per_job) <= _job_cost(objs, per_task)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(one_deployment_worlds())
+def test_every_plan_makes_room_when_carried_out(objs) -> None:
+    """A node's plan is only offered when its evictions there make the task fit: a job's
+    pods above its minimum count once, whether or not the job is then broken."""
+    ssn = open_session(build_snapshot(objs), config_from_text(tidal_config()))
+    task = next(t for t in ssn.tasks.values() if t.name == "chat-0")
+    job = ssn.jobs[task.job]
+    table = ssn.table
+    planner = GangVictims(ssn, task)
+    for row in range(len(table)):
+        victims = ssn.reclaimable(task, reclaimees(ssn, job, row))
+        if not victims:
+            continue
+        plan = planner.plan(row, order_victims(ssn, victims, task))
+        if plan is None:
+            continue
+        here = [t for t in plan.evictions(planner) if t.node_name == table.names[row]]
+        room = table.future_idle[row] + sum(t.req_vec for t in here)
+        assert table.fits_row(task, room), (table.names[row], plan.cost)

@@ -64,6 +64,9 @@ class GangSafeReclaim:
         # Nodes where a job evicted whole by this planner frees room.
         self.freed = np.zeros(len(ssn.table), dtype=bool)
         self.looked = False  # whether the last step compared dry runs
+        # Pods per victim job evicted so far in the current job's turn: dry runs are scored
+        # with them, so that a turn is ranked by everything it evicts.
+        self.turn_evicted: dict[str, int] = {}
 
     def job_turn(self, stmt: Statement, queue: "QueueInfo", job: "JobInfo", tasks: list["TaskInfo"]) -> None:
         """Reclaim for ``tasks`` (the job's pending tasks in TaskOrder) while the job starves."""
@@ -71,15 +74,18 @@ class GangSafeReclaim:
         # The tasks a dry run placed greedily after the plan it chose follow that run
         # (greedy, as it did) instead of looking ahead again.
         look_from = 0
+        self.turn_evicted = {}
         for i, task in enumerate(tasks):
             if not ssn.job_starving(job):
                 break
             if not eligible(ssn, queue, task):
                 continue
             self.looked = False
-            self.step(stmt, queue, job, task, tasks[i + 1 :] if i >= look_from else None)
+            got = self.step(stmt, queue, job, task, tasks[i + 1 :] if i >= look_from else None)
             if self.looked:
                 look_from = i + 1 + HORIZON
+            if got is not None:
+                _count(self.turn_evicted, got)
 
     # -- one task ------------------------------------------------------------------------
 
@@ -91,7 +97,12 @@ class GangSafeReclaim:
         ssn, table = self.ssn, self.ssn.table
         pred = ssn.predicate(task)
         planner = GangVictims(ssn, task)
-        offers = self.cache.offers(task, candidate_nodes(ssn, task, pred), lambda r: self._offer(planner, job, task, r))
+        candidates = candidate_nodes(ssn, task, pred)
+
+        def compute(row: int) -> RowPlan:
+            return self._offer(planner, job, task, row)
+
+        offers = self.cache.offers(task, candidates, compute)
         at_stake = offers.at_stake
 
         releasing = pred.passed & table.fits_cached(task, "future") & ~table.fits_cached(task, "idle")
@@ -115,7 +126,9 @@ class GangSafeReclaim:
             return None
         first = cheapest[0]
         if rest and len(cheapest) > 1:
-            first = self._lookahead(queue, job, task, rest[:HORIZON], planner, cheapest)
+            first = self._lookahead(queue, job, task, rest[:HORIZON], planner, cheapest, offers)
+            # The dry runs planned in their own states: the fallbacks are read afresh.
+            offers = self.cache.offers(task, candidates, compute)
         return self._execute(stmt, queue, job, task, planner, first, offers)
 
     def _offer(self, planner: GangVictims, job: "JobInfo", task: "TaskInfo", row: int) -> RowPlan:
@@ -185,6 +198,7 @@ class GangSafeReclaim:
         rest: list["TaskInfo"],
         planner: GangVictims,
         cheapest: list[Plan],
+        offers: Offers,
     ) -> Plan:
         """The plan best for the whole job among ``cheapest`` (cheapest first; see the
         module rules)."""
@@ -206,14 +220,15 @@ class GangSafeReclaim:
         if len(options) == 1:
             return greedy
         self.looked = True
-        best, best_score = greedy, self._dry_run(queue, job, task, rest, planner, greedy, None)
+        # The cheapest plan's run falls back on the other plans as the step itself would.
+        best, best_score = greedy, self._dry_run(queue, job, task, rest, planner, greedy, None, offers)
         for plan in options[1:]:
             # A run costs at least its first plan; once a run placed every task, a run
             # whose evictions so far already cost more is not finished.
             bound = best_score[1:4] if best_score[0] == -everything else None
             if bound is not None and (-everything, *plan.cost[:5]) >= best_score:
                 continue
-            score = self._dry_run(queue, job, task, rest, planner, plan, bound)
+            score = self._dry_run(queue, job, task, rest, planner, plan, bound, None)
             if score is not None and score < best_score:
                 best, best_score = plan, score
         return best
@@ -227,6 +242,7 @@ class GangSafeReclaim:
         planner: GangVictims,
         plan: Plan,
         bound: tuple | None,
+        fallback: Offers | None,
     ) -> tuple | None:
         """The score of taking ``plan`` for ``task`` and placing ``rest`` greedily after it;
         None when the evictions exceed ``bound`` (highest priority, jobs, pods broken)."""
@@ -234,15 +250,14 @@ class GangSafeReclaim:
         freed = self.freed.copy()
         trial = Statement(ssn)
         steps: list[Step] = []
-        evicted: dict[str, int] = {}  # pods per job
+        evicted = dict(self.turn_evicted)  # pods per job, this turn's earlier steps included
         aborted = False
 
         def took(got: Step) -> None:
             steps.append(got)
-            for v in got.victims:
-                evicted[v.job] = evicted.get(v.job, 0) + 1
+            _count(evicted, got)
 
-        first = self._execute(trial, queue, job, task, planner, plan, None)
+        first = self._execute(trial, queue, job, task, planner, plan, fallback)
         if first is not None:
             took(first)
             for t in rest:
@@ -257,7 +272,7 @@ class GangSafeReclaim:
                         took(got)
         trial.discard()
         self.freed = freed
-        return None if aborted else self._score(task, steps)
+        return None if aborted else self._score(task, steps, evicted)
 
     def _so_far(self, evicted: dict[str, int]) -> tuple:
         """Highest priority, jobs and pods broken by a dry run so far (``evicted``: pods
@@ -269,18 +284,20 @@ class GangSafeReclaim:
                 broken.append(j)
         return (max((j.priority for j in broken), default=NO_JOB), len(broken), sum(evicted.values()))
 
-    def _score(self, task: "TaskInfo", steps: list[Step]) -> tuple:
-        """Most tasks placed, then DEC-8 over everything evicted (as a plan's cost)."""
+    def _score(self, task: "TaskInfo", steps: list[Step], evicted: dict[str, int]) -> tuple:
+        """Most tasks placed by the run ``steps``, then DEC-8 over everything the turn evicts
+        with it (``evicted``: pods per job), as a plan's cost; read after the run was undone."""
         ssn = self.ssn
         facts = GangVictims(ssn, task)
-        evicted: dict[str, int] = {}
+        in_run: dict[str, int] = {}
         for s in steps:
-            for v in s.victims:
-                evicted[v.job] = evicted.get(v.job, 0) + 1
+            _count(in_run, s)
+        # Broken: left with fewer than its minimum (the turn's earlier evictions are already
+        # out of ``occupied``; the run's are subtracted).
         broken = [
             j
-            for uid, n in evicted.items()
-            if len(facts.occupied(j := ssn.jobs[uid])) - n < max(j.min_available, 1)
+            for uid in evicted
+            if len(facts.occupied(j := ssn.jobs[uid])) - in_run.get(uid, 0) < max(j.min_available, 1)
         ]
         return (
             -len(steps),
@@ -290,3 +307,8 @@ class GangSafeReclaim:
             tuple(sorted(-facts.started(j) for j in broken)),
             tuple(sorted(j.key for j in broken)),
         )
+
+
+def _count(evicted: dict[str, int], step: Step) -> None:
+    for v in step.victims:
+        evicted[v.job] = evicted.get(v.job, 0) + 1

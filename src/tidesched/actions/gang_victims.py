@@ -209,7 +209,12 @@ class GangVictims:
         jobs = [ssn.jobs[uid] for uid in by_job if self.breakable(ssn.jobs[uid])]
         if not jobs:
             return None
+        # What breaking a job frees here beyond its surplus pods, which ``all_surplus``
+        # already counts.
         freed = {j.uid: self.freed_on(j, row) for j in jobs}
+        for t in surplus:
+            if t.job in freed:
+                freed[t.job] = freed[t.job] - t.req_vec
         all_surplus = base + sum((t.req_vec for t in surplus), np.zeros_like(base))
         for limit in sorted({j.priority for j in jobs}):
             pool = [j for j in jobs if j.priority <= limit]
