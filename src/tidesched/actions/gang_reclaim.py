@@ -19,9 +19,10 @@ For each task of the job, in the loop's order:
    ``ALTERNATIVES`` other plans whose freed room holds more tasks like this one are tried
    too. Each candidate is taken in a dry run that then places the job's next ``HORIZON``
    tasks greedily (steps 1–4 without this lookahead), and the plan whose run places the
-   most tasks, then costs least in DEC-8's order over everything the run evicts (highest
-   priority broken, jobs broken, pods evicted, most recently started, names), is taken; on
-   a tie the cheapest plan stays. The tasks the run covered then follow it (greedily, as in
+   most tasks, then costs least in DEC-8's order over everything the job's turn evicts
+   with it (highest priority broken, jobs broken, pods evicted, most recently started,
+   names), is taken; on a tie the cheapest plan stays, so the job never does worse than
+   planning each task alone. The tasks the run covered then follow it (greedily, as in
    the run) before the job looks ahead again. So a Deployment needing two replicas breaks
    one two-node gang rather than a single-pod job for the first replica and the gang for
    the second. A dry run is skipped, or stopped early, once it cannot beat a run that

@@ -18,11 +18,16 @@ then the node name. Surplus pods are used before any job is broken and dropped a
 a broken job freed enough; jobs are added lowest priority first, so a higher-priority job
 is never broken while lower-priority ones would do.
 
+Each node also says whether a **gang is at stake** there (``RowPlan.at_stake``): whether
+evicting some of its victims one by one, as Volcano does, could leave a job of several pods
+running below ``max(minAvailable, 1)``; ``gang_reclaim`` follows Volcano where no node does.
+
 Plans are kept between the tasks of one reclaim action (``PlanCache``): tasks alike (same
-queue, request, annotations and labels) share them, and only the nodes that changed since — and the
-nodes of the jobs that have pods there — are planned again. The plan finally chosen is always
-planned afresh before anything is evicted, so a stale entry can cost a better choice at
-worst, never a wrong eviction.
+queue, request, annotations and labels) share them, and only the nodes that changed since —
+and the nodes of the victim jobs that have pods there — are planned again; the cheapest are
+taken from a heap per task signature whose replaced entries are skipped lazily. The plan
+finally chosen is always planned afresh before anything is evicted, so a stale entry can
+cost a better choice at worst, never a wrong eviction.
 """
 
 from __future__ import annotations
