@@ -22,7 +22,7 @@ For each task of the job, in the loop's order:
    most tasks, then costs least in DEC-8's order over everything the job's turn evicts
    with it (highest priority broken, jobs broken, pods evicted, most recently started,
    names), is taken; on a tie the cheapest plan stays, so the job never does worse than
-   planning each task alone. The tasks the run covered then follow it (greedily, as in
+   planning each task alone (over the horizon). The tasks the run covered then follow it (greedily, as in
    the run) before the job looks ahead again. So a Deployment needing two replicas breaks
    one two-node gang rather than a single-pod job for the first replica and the gang for
    the second. A dry run is skipped, or stopped early, once it cannot beat a run that
