@@ -7,11 +7,16 @@ on starving, so a Deployment can reclaim for every replica)."""
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 from builders import card_node, card_pod, card_queue, podgroup
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tidesched.actions import gang_reclaim
+from tidesched.actions.gang_victims import GangVictims
+from tidesched.actions.reclaim_steps import reclaimees
+from tidesched.actions.victims import order_victims
 from tidesched.framework.plugin import PLUGINS, Plugin
 from tidesched.framework.session import Decisions
 from tidesched.model.snapshot import build_snapshot
@@ -120,7 +125,8 @@ def test_only_what_the_reclaimer_needs_beyond_whole_jobs() -> None:
         + inference("chat", 1, 4)
     )
     out = run(objs)
-    assert list(out.evicted) == ["ns/a-0"]
+    # Jobs of one pod put no gang at stake: Volcano's victim, the newest of equal jobs.
+    assert list(out.evicted) == ["ns/b-0"]
 
 
 # ------------------------------------------------------------------------------ DEC-8 choice
@@ -130,12 +136,12 @@ def test_a_lower_priority_job_is_broken_before_a_higher_priority_one() -> None:
     objs = (
         nodes("n1", "n2")
         + queues()
-        + training("important", [("n1", 8)], 1, priority_class="high")
-        + training("filler", [("n2", 8)], 1, priority_class="low")
+        + training("important", [("n1", 4), ("n1", 4)], 2, priority_class="high")
+        + training("filler", [("n2", 4), ("n2", 4)], 2, priority_class="low")
         + inference("chat", 1, 8)
     )
     out = run(objs)
-    assert list(out.evicted) == ["ns/filler-0"]
+    assert sorted(out.evicted) == ["ns/filler-0", "ns/filler-1"]
     assert out.pipelined == {"ns/chat-0": "n2"}
 
 
@@ -156,11 +162,11 @@ def test_the_most_recently_started_job_goes_first() -> None:
     objs = (
         nodes("n1", "n2")
         + queues()
-        + training("old", [("n1", 8)], 1, started="2026-01-01T00:00:00Z")
-        + training("new", [("n2", 8)], 1, started="2026-01-02T00:00:00Z")
+        + training("old", [("n1", 4), ("n1", 4)], 2, started="2026-01-01T00:00:00Z")
+        + training("new", [("n2", 4), ("n2", 4)], 2, started="2026-01-02T00:00:00Z")
         + inference("chat", 1, 8)
     )
-    assert list(run(objs).evicted) == ["ns/new-0"]
+    assert sorted(run(objs).evicted) == ["ns/new-0", "ns/new-1"]
 
 
 def test_surplus_pods_go_before_any_job_is_broken() -> None:
@@ -288,3 +294,127 @@ def test_no_card_quota_exceeded_and_no_training_job_left_below_min_available(wor
         running = sum(_cards(p) for k, p in pods.items() if p["spec"].get("nodeName") == n and k not in evicted)
         new = sum(_cards(pods[k]) for k, where in placed.items() if where == n)
         assert running + new <= 8, n
+
+
+# ------------------------------------------------------------------------------ no gang at stake
+
+
+@st.composite
+def gang_free_worlds(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Training jobs of minAvailable 1 only (any number of pods, so every pod is either the
+    whole job or above its minimum), with random priorities, start and creation times."""
+    n_nodes = draw(st.integers(1, 4))
+    names = [f"n{i}" for i in range(n_nodes)]
+    free = {n: 8 for n in names}
+    objs: list[dict[str, Any]] = nodes(*names) + queues(draw(st.integers(0, 24)))
+    for j in range(draw(st.integers(0, 7))):
+        pods: list[tuple[str, int]] = []
+        for _ in range(draw(st.integers(1, 3))):
+            cards = draw(st.sampled_from([1, 2, 4, 8]))
+            fits = [n for n in names if free[n] >= cards]
+            if not fits:
+                break
+            where = draw(st.sampled_from(fits))
+            free[where] -= cards
+            pods.append((where, cards))
+        if not pods:
+            continue
+        day = draw(st.integers(1, 9))
+        job = training(f"t{j}", pods, 1, priority_class=draw(st.sampled_from([None, "low", "high"])),
+                       started=f"2026-01-0{day}T00:00:00Z")
+        for o in job[1:]:
+            o["metadata"]["creationTimestamp"] = f"2026-01-01T0{draw(st.integers(0, 9))}:00:00Z"
+        objs += job
+    for j in range(draw(st.integers(1, 3))):
+        objs += inference(f"inf{j}", draw(st.integers(1, 4)), draw(st.sampled_from([1, 2, 4, 8])))
+    return objs
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gang_free_worlds())
+def test_without_a_gang_at_stake_the_decisions_are_volcanos(objs) -> None:
+    """Issue 12 part 5: where every candidate victim is a job of one pod or a pod above its
+    job's minAvailable, gang-safe reclaim evicts and places exactly as Volcano's per-pod
+    reclaim (enableGangSafeReclaim: false) does."""
+    gang_safe = run(objs).to_json()
+    volcano = run(objs, tidal_config(gang_safe=False)).to_json()
+    assert gang_safe == volcano
+
+
+# ------------------------------------------------------------------------------ per-job plans
+
+_PRIORITY = {None: 0, "low": 100, "high": 10000}
+
+
+@st.composite
+def one_deployment_worlds(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Training gangs of any minAvailable and one inference Deployment of up to 5 replicas."""
+    n_nodes = draw(st.integers(2, 5))
+    names = [f"n{i}" for i in range(n_nodes)]
+    free = {n: 8 for n in names}
+    objs: list[dict[str, Any]] = nodes(*names) + queues(40)
+    for j in range(draw(st.integers(1, 6))):
+        pods: list[tuple[str, int]] = []
+        for _ in range(draw(st.integers(1, 4))):
+            cards = draw(st.sampled_from([2, 4, 8]))
+            fits = [n for n in names if free[n] >= cards]
+            if not fits:
+                break
+            where = draw(st.sampled_from(fits))
+            free[where] -= cards
+            pods.append((where, cards))
+        if pods:
+            objs += training(f"t{j}", pods, draw(st.integers(1, len(pods))),
+                             priority_class=draw(st.sampled_from([None, "low", "high"])))
+    objs += inference("chat", draw(st.integers(2, 5)), draw(st.sampled_from([2, 4, 8])))
+    return objs
+
+
+def _job_cost(objs: list[dict[str, Any]], out: Decisions) -> tuple:
+    """(-pods placed, highest priority broken, jobs broken, pods evicted) from decisions."""
+    groups = {o["metadata"]["name"]: o for o in objs if o["kind"] == "PodGroup"}
+    running: dict[str, int] = {}
+    for o in objs:
+        if o["kind"] == "Pod" and o["spec"].get("nodeName"):
+            g = o["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+            running[g] = running.get(g, 0) + 1
+    evicted: dict[str, int] = {}
+    for key in out.evicted:
+        g = key.split("/")[1].rsplit("-", 1)[0]
+        evicted[g] = evicted.get(g, 0) + 1
+    broken = [g for g, n in evicted.items() if running[g] - n < max(groups[g]["spec"]["minMember"], 1)]
+    priority = max((_PRIORITY[groups[g]["spec"].get("priorityClassName")] for g in broken), default=-1)
+    return (-(len(out.pipelined) + len(out.bound)), priority, len(broken), len(out.evicted))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(one_deployment_worlds())
+def test_a_deployment_plan_is_never_worse_than_planning_each_replica_alone(objs) -> None:
+    """Issue 12 part 5: choosing victims for the reclaiming job places at least as many
+    replicas as choosing them replica by replica, and costs no more in DEC-8's order."""
+    per_job = run(objs)
+    with patch.object(gang_reclaim, "ALTERNATIVES", 0):  # the cheapest plan per replica only
+        per_task = run(objs)
+    assert _job_cost(objs, per_job) <= _job_cost(objs, per_task)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(one_deployment_worlds())
+def test_every_plan_makes_room_when_carried_out(objs) -> None:
+    """A node's plan is only offered when its evictions there make the task fit: a job's
+    pods above its minimum count once, whether or not the job is then broken."""
+    ssn = open_session(build_snapshot(objs), config_from_text(tidal_config()))
+    task = next(t for t in ssn.tasks.values() if t.name == "chat-0")
+    job = ssn.jobs[task.job]
+    table = ssn.table
+    planner = GangVictims(ssn, task)
+    for row in range(len(table)):
+        victims = ssn.reclaimable(task, reclaimees(ssn, job, row))
+        if not victims:
+            continue
+        plan = planner.plan(row, order_victims(ssn, victims, task))
+        if plan is None:
+            continue
+        here = [t for t in plan.evictions(planner) if t.node_name == table.names[row]]
+        room = table.future_idle[row] + sum(t.req_vec for t in here)
+        assert table.fits_row(task, room), (table.names[row], plan.cost)

@@ -18,15 +18,21 @@ then the node name. Surplus pods are used before any job is broken and dropped a
 a broken job freed enough; jobs are added lowest priority first, so a higher-priority job
 is never broken while lower-priority ones would do.
 
+Each node also says whether a **gang is at stake** there (``RowPlan.at_stake``): whether
+evicting some of its victims one by one, as Volcano does, could leave a job of several pods
+running below ``max(minAvailable, 1)``; ``gang_reclaim`` follows Volcano where no node does.
+
 Plans are kept between the tasks of one reclaim action (``PlanCache``): tasks alike (same
-queue, request, annotations and labels) share them, and only the nodes that changed since — and the
-nodes of the jobs that have pods there — are planned again. The plan finally chosen is always
-planned afresh before anything is evicted, so a stale entry can cost a better choice at
-worst, never a wrong eviction.
+queue, request, annotations and labels) share them, and only the nodes that changed since —
+and the nodes of the victim jobs that have pods there — are planned again; the cheapest are
+taken from a heap per task signature whose replaced entries are skipped lazily. The plan
+finally chosen is always planned afresh before anything is evicted, so a stale entry can
+cost a better choice at worst, never a wrong eviction.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -35,14 +41,43 @@ import numpy as np
 from tidesched.model.status import ALLOCATED_STATUSES, TaskStatus
 
 GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
-PlanFn = Callable[[int], "Plan | None"]
+RowFn = Callable[[int], "RowPlan"]
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, TaskInfo
 
 # Sorts before any real priority: a plan that breaks no job.
-_NO_JOB = float("-inf")
+NO_JOB = float("-inf")
+
+
+@dataclass
+class RowPlan:
+    """What one node offers a reclaimer task: the cheapest plan there (None: no plan is
+    enough), and whether a gang is at stake there — whether evicting the node's victims one
+    by one, as Volcano does, could leave a job of several pods running below minAvailable."""
+
+    plan: "Plan | None"
+    at_stake: bool
+
+
+class Offers:
+    """What the candidate nodes offer one reclaimer task: whether a gang is at stake on any
+    of them, and their plans, cheapest first on demand."""
+
+    def __init__(self, at_stake: bool, entry: "_Entry", allowed: list[bool]) -> None:
+        self.at_stake = at_stake
+        self._entry = entry
+        self._allowed = allowed
+
+    def cheapest(self, n: int) -> list["Plan"]:
+        """The ``n`` cheapest plans (fewer when there are fewer), cheapest first."""
+        return self._entry.cheapest(n, self._allowed)
+
+    def all(self) -> list["Plan"]:
+        """Every plan, cheapest first."""
+        allowed = self._allowed
+        return sorted((p for r, p in self._entry.plans.items() if allowed[r]), key=lambda p: p.cost)
 
 
 @dataclass
@@ -104,6 +139,40 @@ class GangVictims:
         starts = [t.start_time for t in self.occupied(job) if t.start_time]
         return min(starts) if starts else job.creation
 
+    def at_stake(self, victims: list["TaskInfo"]) -> bool:
+        """Whether evicting some of ``victims`` (one node's) could leave a job of several
+        pods running with fewer than ``max(minAvailable, 1)``. A job of one pod, or pods
+        above minAvailable, are not at stake: evicting them breaks no gang."""
+        here: dict[str, int] = {}
+        for v in victims:
+            here[v.job] = here.get(v.job, 0) + 1
+        for uid, count in here.items():
+            job = self.ssn.jobs[uid]
+            occupied = len(self.occupied(job))
+            if occupied > 1 and max(occupied - count, 1) < max(job.min_available, 1):
+                return True
+        return False
+
+    def covers(self, plan: "Plan", most: int) -> int:
+        """How many tasks like the reclaimer (itself included, at most ``most``) the room
+        ``plan`` frees holds: on its node and on the nodes of the jobs it breaks."""
+        table = self.ssn.table
+        freed: dict[int, np.ndarray] = {}
+        for t in plan.evictions(self):
+            i = table.index.get(t.node_name)
+            if i is not None:
+                assert t.req_vec is not None
+                freed[i] = freed.get(i, 0) + t.req_vec
+        task = self.reclaimer
+        assert task.req_vec is not None
+        count = 0
+        for i, room in freed.items():
+            avail = table.future_idle[i] + room
+            while count < most and table.fits_row(task, avail):
+                avail = avail - task.req_vec
+                count += 1
+        return count
+
     def freed_on(self, job: "JobInfo", row: int) -> np.ndarray:
         node = self.ssn.table.names[row]
         total = np.zeros(len(self.ssn.table.dims))
@@ -140,12 +209,17 @@ class GangVictims:
             avail += t.req_vec
             used.append(t)
         if table.fits_row(task, avail):
-            return Plan(row, (_NO_JOB, 0, len(used), (), (), table.names[row]), surplus=used)
+            return Plan(row, (NO_JOB, 0, len(used), (), (), table.names[row]), surplus=used)
 
         jobs = [ssn.jobs[uid] for uid in by_job if self.breakable(ssn.jobs[uid])]
         if not jobs:
             return None
+        # What breaking a job frees here beyond its surplus pods, which ``all_surplus``
+        # already counts.
         freed = {j.uid: self.freed_on(j, row) for j in jobs}
+        for t in surplus:
+            if t.job in freed:
+                freed[t.job] = freed[t.job] - t.req_vec
         all_surplus = base + sum((t.req_vec for t in surplus), np.zeros_like(base))
         for limit in sorted({j.priority for j in jobs}):
             pool = [j for j in jobs if j.priority <= limit]
@@ -209,8 +283,7 @@ class PlanCache:
 
     def __init__(self, ssn: "Session") -> None:
         self.ssn = ssn
-        # signature -> (change-log position, row -> plan)
-        self._entries: dict[Any, tuple[int, dict[int, Plan | None]]] = {}
+        self._entries: dict[Any, _Entry] = {}
 
     def signature(self, task: "TaskInfo") -> Any:
         """What the plans for a task depend on: its queue (victims come from other queues),
@@ -233,9 +306,10 @@ class PlanCache:
             task.priority,
         )
 
-    def _dirty(self, since: int) -> set[int]:
+    def _dirty(self, since: int, queue: str) -> set[int]:
         """Rows changed since ``since``, plus every row where a job with a pod on one of
-        them has pods (its surplus or breakability may have changed)."""
+        them has pods (its surplus or breakability may have changed) — jobs of the
+        reclaimer's own ``queue`` aside: they are never its victims."""
         table, jobs = self.ssn.table, self.ssn.jobs
         rows = set(table.change_log[since:])
         touched: set[str] = set()
@@ -243,7 +317,7 @@ class PlanCache:
             touched.update(t.job for t in table.tasks[r].values())
         for uid in touched:
             job = jobs.get(uid)
-            if job is None:
+            if job is None or job.queue == queue:
                 continue
             for t in job.tasks.values():
                 i = table.index.get(t.node_name) if t.node_name else None
@@ -251,21 +325,73 @@ class PlanCache:
                     rows.add(i)
         return rows
 
-    def best(self, task: "TaskInfo", rows: list[int], compute: PlanFn) -> list[Plan]:
-        """The plans for ``rows``, cheapest first (cached where still valid)."""
+    def offers(self, task: "TaskInfo", candidates: np.ndarray, compute: RowFn) -> Offers:
+        """What the ``candidates`` (a node mask) offer ``task``, cached where still valid."""
         sig = self.signature(task)
-        pos, plans = self._entries.get(sig, (0, {}))
-        if plans:
-            for r in self._dirty(pos):
-                plans.pop(r, None)
-        for r in rows:
-            if r not in plans:
-                plans[r] = compute(r)
-        self._entries[sig] = (len(self.ssn.table.change_log), plans)
-        found = [p for r in rows if (p := plans[r]) is not None]
-        return sorted(found, key=lambda p: p.cost)
+        entry = self._entries.get(sig)
+        if entry is None:
+            entry = self._entries[sig] = _Entry(len(self.ssn.table))
+        elif entry.pos < len(self.ssn.table.change_log):
+            for r in self._dirty(entry.pos, sig[0]):
+                entry.drop(r)
+        for r in np.flatnonzero(candidates & ~entry.known).tolist():
+            got = compute(r)
+            entry.known[r] = True
+            entry.stake[r] = got.at_stake
+            if got.plan is not None:
+                entry.add(r, got.plan)
+        entry.pos = len(self.ssn.table.change_log)
+        at_stake = bool((entry.stake & candidates).any())
+        return Offers(at_stake, entry, candidates.tolist())
 
     def forget(self, task: "TaskInfo", row: int) -> None:
         entry = self._entries.get(self.signature(task))
         if entry is not None:
-            entry[1].pop(row, None)
+            entry.drop(row)
+
+
+class _Entry:
+    """One signature's cache: which rows are known, which put a gang at stake, their plans
+    (and a heap of them by cost, whose entries for replaced plans are skipped lazily)."""
+
+    __slots__ = ("pos", "known", "stake", "plans", "heap", "pushed")
+
+    def __init__(self, rows: int) -> None:
+        self.pos = 0  # change-log position the entry is valid for
+        self.known = np.zeros(rows, dtype=bool)
+        self.stake = np.zeros(rows, dtype=bool)
+        self.plans: dict[int, Plan] = {}
+        # (cost, row, push number, plan): the number keeps equal costs from comparing plans.
+        self.heap: list[tuple[tuple, int, int, Plan]] = []
+        self.pushed = 0
+
+    def add(self, row: int, plan: Plan) -> None:
+        self.plans[row] = plan
+        self.pushed += 1
+        if len(self.heap) > 4 * len(self.plans) + 64:
+            self.heap = [(p.cost, r, i, p) for i, (r, p) in enumerate(self.plans.items(), self.pushed)]
+            self.pushed += len(self.heap)
+            heapq.heapify(self.heap)
+        else:
+            heapq.heappush(self.heap, (plan.cost, row, self.pushed, plan))
+
+    def drop(self, row: int) -> None:
+        self.known[row] = False
+        self.stake[row] = False
+        self.plans.pop(row, None)
+
+    def cheapest(self, n: int, allowed: list[bool]) -> list[Plan]:
+        heap, plans = self.heap, self.plans
+        found: list[Plan] = []
+        kept: list[tuple[tuple, int, int, Plan]] = []
+        while heap and len(found) < n:
+            item = heapq.heappop(heap)
+            _cost, row, _n, plan = item
+            if plans.get(row) is not plan:
+                continue  # replaced or dropped since
+            kept.append(item)
+            if allowed[row]:
+                found.append(plan)
+        for item in kept:
+            heapq.heappush(heap, item)
+        return found

@@ -8,8 +8,10 @@ Rules (Volcano ``framework.Session.BuildVictimsPriorityQueue`` and
     goes first, i.e. the lowest-priority task);
   - tasks of jobs in different queues (all three jobs — both victims' and the
     preemptor's — known): VictimQueueOrder, which falls back to reverse QueueOrder;
-  - otherwise (same queue, or the preemptor's job unknown): reverse JobOrder; tasks of
-    jobs that compare equal fall back to reverse TaskOrder.
+  - otherwise (same queue, or the preemptor's job unknown): reverse JobOrder as the plugins
+    answer it (no creation-time or UID fallback, Volcano ``JobOrderCompareFn``); tasks of
+    jobs the plugins find equal fall back to reverse TaskOrder, so of equal jobs the newest
+    (or highest-index) task goes first.
   Every comparison ends in a strict total order (creation time, then UID), so sorting
   gives the same sequence as Volcano's heap, and the result never depends on the order
   the candidates were collected in.
@@ -56,10 +58,9 @@ def victim_less(ssn: "Session", preemptor: "TaskInfo") -> Callable[["TaskInfo", 
             lq, rq, pq = ssn.queues.get(lj.queue), ssn.queues.get(rj.queue), ssn.queues.get(pjob.queue)
             if lq is not None and rq is not None and pq is not None:
                 return ssn.victim_queue_order_less(lq, rq, pq)
-        if ssn.job_order_less(rj, lj):
-            return True
-        if ssn.job_order_less(lj, rj):
-            return False
+        c = ssn.job_compare(lj, rj)
+        if c:
+            return c > 0
         return ssn.task_order_less(r, l)
 
     return less

@@ -300,8 +300,13 @@ class Session:
                     return c
         return 0
 
+    def job_compare(self, l: JobInfo, r: JobInfo) -> int:
+        """The JobOrder plugins' first non-zero answer, 0 when they all tie (Volcano
+        JobOrderCompareFn: no creation-time or UID fallback)."""
+        return self._compare("job_order", l, r)
+
     def job_order_less(self, l: JobInfo, r: JobInfo) -> bool:
-        c = self._compare("job_order", l, r)
+        c = self.job_compare(l, r)
         if c:
             return c < 0
         if l.creation != r.creation:
