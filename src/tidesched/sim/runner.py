@@ -47,6 +47,8 @@ from tidesched.sim.world import (
     iso,
     meta,
     object_key,
+    pod_active,
+    pod_node,
     spec,
     split_key,
     status,
@@ -266,8 +268,31 @@ class Engine:
         elif act == "setQuota":
             self._set_quota(ev, now)
         elif act == "failPod":
+            self._fail_pod(ev)
+        elif act == "setConfig":
+            self.config = a["config"]
+            self.invariants.configure(self.config)
+            self.emit("Scenario", "", act, "Normal", "ConfigReloaded", f"scheduler config reloaded from {a['source']}")
+
+    def _fail_pod(self, ev: TimedEvent) -> None:
+        """``failPod``: a named pod, or the first running pod (name order) of a Deployment or Job."""
+        world, a = self.world, ev.args
+        if "name" in a:
             if not world.finish_pod(a["name"], "Failed", int(a["exitCode"])):
                 self._warn(ev, f"failPod: pod {a['name']} does not exist or has already ended")
+            return
+        kind = "Deployment" if "deployment" in a else "Job"
+        owner = a["deployment"] if kind == "Deployment" else a["job"]
+        if kind == "Deployment":
+            pods = [pk for rs in world.owned("ReplicaSet", "Deployment", owner) for pk in world.owned_pods("ReplicaSet", rs)]
+        else:
+            pods = world.owned_pods("Job", owner)
+        for pk in sorted(pods):
+            pod = world.get("Pod", pk)
+            if pod is not None and pod_node(pod) and pod_active(pod) and world.finish_pod(pk, "Failed", int(a["exitCode"])):
+                self.emit("Pod", *split_key(pk), "Warning", "PodFailed", f"pod {pk} of {kind} {owner} failed (scenario)")
+                return
+        self._warn(ev, f"failPod: {kind} {owner} has no running pod")
 
     def _set_quota(self, ev: TimedEvent, now: float) -> None:
         a = ev.args
@@ -290,6 +315,10 @@ class Engine:
             parts.append(f"state={a['state']}")
         self.world.put("Queue", new)
         self.emit("Queue", "", a["queue"], "Normal", "QuotaChanged", "; ".join(parts))
+
+    def _report(self, violations: list[Any]) -> None:
+        for v in violations:
+            self.emit("Simulator", "", "invariants", "Warning", "InvariantViolated", f"{v.rule}: {v.message}")
 
     # -- steps --------------------------------------------------------------------------
 
@@ -390,19 +419,14 @@ class Engine:
                     break
                 applied = self.apply(d, t)
                 self.controllers.reconcile(t)
-                for v in self.invariants.check(t, applied, d):
-                    self.emit(
-                        "Simulator",
-                        "",
-                        "invariants",
-                        "Warning",
-                        "InvariantViolated",
-                        f"{v.rule}: {v.message}",
-                    )
+                self._report(self.invariants.check(t, applied, d))
                 self.record_step(k, t, applied)
             else:
                 # Nothing to schedule: no session (it could only restate PodGroup phases), but
-                # what the events changed is still recorded.
+                # what the events changed is still recorded (and the world's rules checked).
+                found = self.invariants.check_world(t)
+                self.invariants.violations.extend(found)
+                self._report(found)
                 self.record_step(k, t, None)
             if progress is not None:
                 progress(t, end)
