@@ -309,6 +309,15 @@ def simulate_cmd(
         bool, typer.Option("--fill/--no-fill", help="Submit every trace pod at t=0 (as FGD does) instead of at its arrival time.")
     ] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N pods of the trace.")] = None,
+    chaos: Annotated[
+        Optional[int],
+        typer.Option("--chaos", help="Run the chaos scenario of this generator seed (random cluster, workload and "
+                                     "faults); a failure is shrunk and written to OUT/reproduce.yaml."),
+    ] = None,
+    chaos_hours: Annotated[float, typer.Option("--chaos-hours", help="Simulated hours of a --chaos run.")] = 24.0,
+    shrink: Annotated[
+        bool, typer.Option("--shrink/--no-shrink", help="Shrink a failing --chaos scenario before writing it.")
+    ] = True,
 ) -> None:
     """Simulate a scenario (or a trace) over time; write result.json and report.html; exit 1 if an
     invariant broke."""
@@ -316,7 +325,26 @@ def simulate_cmd(
 
     from tidesched.sim import ScenarioError, bundled_example, load_scenario, result_json, run, summary_lines
 
-    if trace is not None:
+    chaos_doc = None
+    if chaos is not None:
+        if scenario is not None or trace is not None or config is not None or pods or limit or fill or compression != 1.0:
+            _fail("--chaos generates its own scenario and config; give no scenario, --trace or --config (nor trace options) with it")
+            return
+        if not 0 < chaos_hours <= 24 * 366:
+            _fail(f"--chaos-hours must be positive (at most a year), got {chaos_hours}")
+            return
+        from tidesched.sim.chaos import dump_document, generate, to_scenario
+
+        chaos_doc = generate(chaos, hours=chaos_hours).doc
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / "scenario.yaml").write_text(
+                dump_document(chaos_doc, f"Chaos scenario of generator seed {chaos}."), encoding="utf-8"
+            )
+        except OSError as exc:
+            _fail(f"cannot write {out_dir / 'scenario.yaml'}: {exc}")
+        sc = to_scenario(chaos_doc, str(out_dir / "scenario.yaml"))
+    elif trace is not None:
         if scenario is not None:
             _fail("give a scenario or --trace, not both")
             return
@@ -372,9 +400,35 @@ def simulate_cmd(
     out.print("wrote " + ", ".join(wrote), highlight=False)
     if report_error:
         err.print(f"[yellow]warning:[/] {report_error}", highlight=False)
+    if sim.failed and chaos_doc is not None:
+        _chaos_reproducer(chaos, chaos_doc, sim, out_dir, seed, shrink)
     if sim.failed:
         err.print("[bold red]invariant violated[/] — see the list above and result.json", highlight=False)
         raise typer.Exit(1)
+
+
+def _chaos_reproducer(chaos: int, doc: Any, sim: Any, out_dir: Path, seed: int, shrink: bool) -> None:
+    """A failed --chaos run: shrink the scenario while the same invariant fails; write it."""
+    from tidesched.sim.chaos import ChaosOutcome, Generated, first_rule, shrink as shrink_doc, write_reproducer
+
+    outcome = ChaosOutcome(Generated(chaos, doc), sim)
+    rule = first_rule(sim) or ""
+    if shrink:
+        out.print(f"shrinking the scenario while {rule!r} still fails…", highlight=False)
+        outcome.shrunk = shrink_doc(doc, rule, seed=seed)
+        s = outcome.shrunk
+        out.print(
+            f"shrunk from {s.objects_before} objects and {s.events_before} events to {s.objects} objects and "
+            f"{s.events} events ({s.runs} runs, {s.seconds:.1f}s)",
+            highlight=False,
+        )
+    try:
+        path = write_reproducer(outcome, out_dir / "reproduce.yaml", seed)
+    except OSError as exc:
+        _fail(f"cannot write {out_dir / 'reproduce.yaml'}: {exc}")
+        return
+    again = f"tidesched simulate {path}" + (f" --seed {seed}" if seed else "")
+    out.print(f"wrote {path}; reproduce with: {again}", highlight=False)
 
 
 def main() -> None:

@@ -26,6 +26,9 @@ below current use are the operator's doing, so only binds and evictions of the s
 * ``REL-2 bind``: every bind names a node that exists and is Ready, and (predicates
   configured) is not cordoned unless the pod tolerates ``node.kubernetes.io/unschedulable``.
 * ``SIM pod-node`` (every step, after the events too): no pod names a node that does not exist.
+* ``REL-3 restart`` (scenarios with ``checkRestart: true``; the runner checks it): a scheduler
+  rebuilt from the objects alone at that instant decides the same binds, evictions, pipelines
+  and PodGroup phases as the running one on its incremental cache.
 
 A violation is recorded with its time, rule and a message naming the objects; the ``simulate``
 command exits non-zero when there is any.
@@ -67,6 +70,7 @@ RULE_RECLAIM_POLICY = "TIDE-2/3/5 reclaim"
 RULE_GANG_BIND = "TIDE-6 gang bind"
 RULE_BIND = "REL-2 bind"
 RULE_POD_NODE = "SIM pod-node"
+RULE_RESTART = "REL-3 restart"
 
 # The core's eviction reason names the preemptor: "reclaim: evicted to make room for ns/pod on node n".
 _REASON_PREEMPTOR = re.compile(r"make room for (\S+/\S+) on node")

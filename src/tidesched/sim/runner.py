@@ -35,7 +35,9 @@ from tidesched.framework.session import Decisions
 from tidesched.scheduler import config_from_file, run_session
 from tidesched.sim.clock import Clock
 from tidesched.sim.controllers import Controllers, Timer
-from tidesched.sim.invariants import RULE_SESSION, InvariantChecker
+from tidesched.model.snapshot import build_snapshot
+from tidesched.model.state import build_state
+from tidesched.sim.invariants import RULE_RESTART, RULE_SESSION, InvariantChecker
 from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacity_card_args, mean, percentile
 from tidesched.sim.scenario import Scenario, TimedEvent, load_scenario, object_kind
 from tidesched.sim.world import (
@@ -75,6 +77,18 @@ class SimulationRun:
     @property
     def failed(self) -> bool:
         return bool(self.result["invariants"]["violations"])
+
+
+def _diff(a: Any, b: Any) -> str:
+    """The first difference of two decision parts, for a message."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                return f"{k}: {a.get(k)!r}, restarted {b.get(k)!r}"
+    if isinstance(a, list) and isinstance(b, list):
+        only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+        return f"only {only_a[:5]}, restarted only {only_b[:5]}"
+    return f"{a!r}, restarted {b!r}"
 
 
 def _session(snapshot: Any, config: Any, *, scheduler_names: Any, uid: str, now: float, state: Any = None) -> Decisions:
@@ -354,7 +368,33 @@ class Engine:
             tb = traceback.format_exc(limit=6)
             self.invariants.record(t, RULE_SESSION, f"the scheduling session crashed: {exc!r}\n{tb}")
             return None, time.perf_counter() - t0
-        return d, time.perf_counter() - t0
+        secs = time.perf_counter() - t0
+        if self.sc.check_restart:
+            self._check_restart(n, t, d)
+        return d, secs
+
+    def _check_restart(self, n: int, t: float, d: Decisions) -> None:
+        """REL-3: a scheduler restarted now — state rebuilt from the objects alone — decides
+        exactly what the running one (on its incremental cache) decided."""
+        world = self.world
+        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget")
+                   for _key, obj in world.items(kind)]
+        try:
+            snapshot = build_snapshot(objects, scheduler_names=self.sc.scheduler_names,
+                                      synthesize_podgroups=False, strict_kinds=False)
+            fresh = _session(snapshot, self.config, scheduler_names=self.sc.scheduler_names,
+                             uid=f"session-{n}", now=EPOCH + t, state=build_state(snapshot, self.sc.scheduler_names))
+        except Exception as exc:  # noqa: BLE001 - reported as the finding it is
+            self.invariants.record(t, RULE_RESTART, f"a restarted scheduler crashed: {exc!r}")
+            return
+        ours, theirs = d.to_json(), fresh.to_json()
+        for part in ("bound", "evicted", "pipelined", "podgroups"):
+            if ours[part] != theirs[part]:
+                self.invariants.record(
+                    t, RULE_RESTART,
+                    f"a scheduler restarted from the objects decides other {part}: running {_diff(ours[part], theirs[part])}",
+                )
+                return
 
     def apply(self, d: Decisions, t: float) -> Applied:
         for e in d.events:

@@ -75,6 +75,7 @@ _TOP_KEYS = {
     "objects",
     "events",
     "trace",
+    "checkRestart",
 }
 _TRACE_KEYS = {"dir", "pods", "compression", "fill", "limit", "seed"}
 _SCHEDULER_KEYS = {"config", "configFile", "names"}
@@ -142,6 +143,9 @@ class Scenario:
     description: str = ""
     source: str = "<scenario>"
     warnings: list[str] = field(default_factory=list)
+    # REL-3: every session is also decided by a scheduler rebuilt from the objects (a restart);
+    # the two must decide the same (doubles session time; chaos runs turn it on).
+    check_restart: bool = False
 
     def add_event(self, at: float | str, action: str, args: Any, source: str | None = None) -> TimedEvent:
         """Validate and append one event (``args`` as in the YAML form)."""
@@ -703,6 +707,9 @@ def scenario_from_mapping(
         objects = trace_objects + objects
         events = trace_events + events
     max_gap = _setting(doc, "maxIdleGap", None, source)
+    check_restart = doc.get("checkRestart", False)
+    if not isinstance(check_restart, bool):
+        raise ScenarioError(f"{source}: checkRestart: expected true or false, got {check_restart!r}")
     return Scenario(
         name=name,
         objects=objects,
@@ -721,6 +728,7 @@ def scenario_from_mapping(
         description=str(doc.get("description") or ""),
         source=source,
         warnings=warnings,
+        check_restart=check_restart,
     )
 
 
