@@ -15,8 +15,10 @@ Rules (Volcano actions/reclaim, restated):
   (``spec.reclaimable`` unset counts as true); a node without reclaimees is skipped. Then:
   Reclaimable plugin filter → ValidateVictims → evict in victim order while the request
   does not fit the node's FutureIdle (idle resources count, so an eviction is only made
-  when needed) → pipeline the task. The first node that works is taken; a node that does
-  not work has its evictions undone.
+  when needed) → pipeline the task if the node now passes the predicates (as preempt
+  re-checks: a card-quota failure counts as resolvable, yet evicting other queues' pods never
+  frees it). The first node that works is taken; a node that does not work has its
+  evictions undone.
 * The task is pipelined only while ``Allocatable(queue, task)`` holds after the evictions
   (REL-2: evicting from another queue must not push the reclaimer's queue over its quota).
 * The job's Statement is committed if JobPipelined holds afterwards, else discarded.
@@ -39,6 +41,7 @@ from tidesched.actions.gang_victims import GangVictims, PlanCache
 from tidesched.actions.victims import (
     candidate_nodes,
     eviction_reason,
+    fits_now,
     node_tasks_sorted,
     order_victims,
     validate_victims,
@@ -157,7 +160,7 @@ def reclaim_for_task(
             if table.fits_row(task, table.future_idle[row]):
                 break
             node_stmt.evict(victim, eviction_reason(ACTION, task, node))
-        if table.fits_row(task, table.future_idle[row]) and ssn.allocatable(queue, task):
+        if fits_now(ssn, queue, task, row):
             node_stmt.pipeline(task, node)
             stmt.merge(node_stmt)
             return True
@@ -214,14 +217,17 @@ def reclaim_whole_gangs(
             if victim.job in broken:
                 why = f"{reason}; whole job {ssn.jobs[victim.job].key} evicted (gang-safe reclaim)"
             node_stmt.evict(victim, why)
-        fits_now = table.fits_row(task, table.future_idle[plan.row])
-        allocatable = fits_now and ssn.allocatable(queue, task)
-        if allocatable:
+        room = table.fits_row(task, table.future_idle[plan.row])
+        queue_ok = room and ssn.allocatable(queue, task)
+        # The node must pass the predicates once the victims are out: a card-quota failure
+        # (this queue's quota of the node's model used up) looks resolvable, but evicting other
+        # queues' pods never frees it.
+        if queue_ok and ssn.predicate(task).passed[plan.row]:
             node_stmt.pipeline(task, node)
             stmt.merge(node_stmt)
             return True
         node_stmt.discard()
-        if fits_now:
+        if room and not queue_ok:
             # The queue cannot take the task; evictions elsewhere would not change that.
             return False
     return False

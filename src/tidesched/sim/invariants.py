@@ -121,6 +121,7 @@ class InvariantChecker:
         note = "card quota invariant skipped: tidesched.model.cards is not available yet"
         if args is not None and not self.check_quota and note not in self.notes:
             self.notes.append(note)
+        self.card_unlimited = args is not None and parse_bool(args.get("cardUnlimitedCpuMemory", False)) is True
         actions = list(getattr(config, "actions", []) or [])
         self.check_reclaim = args is not None and "reclaim" in actions
         plugins = set(config.plugin_names()) if hasattr(config, "plugin_names") else set()
@@ -144,6 +145,8 @@ class InvariantChecker:
                 found += self._quota(t, applied)
             if self.check_gang_bind:
                 found += self._gang_binds(t, applied)
+        if decisions.pipelined:
+            found += self._pipelined(t, decisions)
         if applied.evicted:
             found += self._gangs(t, applied)
             if self.check_reclaim:
@@ -282,7 +285,7 @@ class InvariantChecker:
                 continue
             for model, _amount in c.cards:
                 charged.setdefault(c.queue, {}).setdefault(model, []).append(pk)
-        out: list[Violation] = []
+        out: list[Violation] = self._queue_capability(t, applied)
         for queue in sorted(charged):
             usage = acc.queue_card_usage(queue)
             quota = acc.card_quota(queue)
@@ -295,6 +298,106 @@ class InvariantChecker:
                             RULE_QUOTA,
                             f"queue {queue} holds {used:g} {model} cards, quota {cap:g} "
                             f"(bound this step: {', '.join(sorted(charged[queue][model]))})",
+                        )
+                    )
+        return out
+
+    def _pipelined(self, t: float, d: Decisions) -> list[Violation]:
+        """Pipelined pods (waiting for resources being released) must fit what the node will
+        have once the releasing pods are gone, and count against their queue's card quota
+        (DEC-1): no over-commit planned either."""
+        world, acc = self.world, self.accounting
+        out: list[Violation] = []
+        by_node: dict[str, list[str]] = {}
+        for pk, node in d.pipelined.items():
+            by_node.setdefault(node, []).append(pk)
+        for node_name in sorted(by_node):
+            node = world.record("Node", node_name)
+            if node is None:
+                out.append(Violation(t, RULE_BIND, f"pods {', '.join(sorted(by_node[node_name])[:5])} pipelined "
+                                                   f"onto node {node_name}, which does not exist"))
+                continue
+            need, asked, count = Resource(), set(), 0
+            for pk in by_node[node_name]:
+                rec = world.record("Pod", pk)
+                if rec is not None:
+                    need.add(rec.resreq)
+                    asked.update(rec.resreq.resource_names())
+                    count += 1
+            for pk in world.pods_by_node.get(node_name, ()):
+                pod, rec = world.get("Pod", pk), world.record("Pod", pk)
+                if pod is None or rec is None or is_deleting(pod) or pod_phase(pod) in FINISHED_POD_PHASES:
+                    continue
+                need.add(rec.resreq)
+                count += 1
+            for dim in sorted(asked):
+                if need.get(dim) > node.allocatable.get(dim) + _TOLERANCE:
+                    out.append(
+                        Violation(
+                            t,
+                            RULE_NODE,
+                            f"node {node_name} over-committed once its releasing pods are gone, in {dim}: "
+                            f"{_fmt(dim, need.get(dim))} for allocatable {_fmt(dim, node.allocatable.get(dim))} "
+                            f"(pipelined: {', '.join(sorted(by_node[node_name])[:5])})",
+                        )
+                    )
+            if node.allocatable.max_task_num and count > node.allocatable.max_task_num:
+                out.append(Violation(t, RULE_NODE, f"node {node_name} would hold {count} pods with the pipelined "
+                                                   f"ones, allocatable pods {node.allocatable.max_task_num}"))
+        if not self.check_quota:
+            return out
+        planned: dict[str, dict[str, float]] = {}
+        names: dict[str, list[str]] = {}
+        for pk, node_name in sorted(d.pipelined.items()):
+            pod, rec = world.get("Pod", pk), world.record("Pod", pk)
+            if pod is None or rec is None:
+                continue
+            queue = acc.queue_of(pod, split_key(pk)[0])
+            models = acc.node_models.get(node_name, {})
+            for res, amount in rec.resreq.scalars.items():
+                if res in models and amount:
+                    q = planned.setdefault(queue, {})
+                    q[models[res]] = q.get(models[res], 0.0) + amount / 1000.0
+                    names.setdefault(queue, []).append(pk)
+        for queue in sorted(planned):
+            usage, quota = acc.queue_card_usage(queue), acc.card_quota(queue)
+            for model, extra in sorted(planned[queue].items()):
+                total = usage.get(model, 0.0) + extra
+                if total > quota.get(model, 0.0) + 1e-9:
+                    out.append(
+                        Violation(
+                            t,
+                            RULE_QUOTA,
+                            f"queue {queue} would hold {total:g} {model} cards with its pipelined pods, quota "
+                            f"{quota.get(model, 0.0):g} (pipelined: {', '.join(sorted(set(names[queue]))[:5])})",
+                        )
+                    )
+        return out
+
+    def _queue_capability(self, t: float, applied: Applied) -> list[Violation]:
+        """CPU/memory of ``spec.capability`` (where it sets them) for queues that received pods
+        charged in CPU/memory — with ``cardUnlimitedCpuMemory`` only pods that use no cards."""
+        acc = self.accounting
+        got: dict[str, list[str]] = {}
+        for pk, _node in applied.bound:
+            c = acc.contrib.get(pk)
+            if c is not None and c.queue and not (self.card_unlimited and c.uses_cards):
+                got.setdefault(c.queue, []).append(pk)
+        out: list[Violation] = []
+        for queue in sorted(got):
+            quota = acc.quota(queue)
+            used = (acc.q_alloc_no_cards if self.card_unlimited else acc.q_alloc).get(queue, {})
+            for dim, scale in (("cpu", 1000.0), ("memory", float(1 << 30))):
+                if dim not in quota:
+                    continue
+                have = used.get(dim, 0.0) / scale
+                if have > quota[dim] + 1e-6:
+                    out.append(
+                        Violation(
+                            t,
+                            RULE_QUOTA,
+                            f"queue {queue} holds {have:g} {'CPU' if dim == 'cpu' else 'GiB of memory'}, capability "
+                            f"{quota[dim]:g} (bound this step: {', '.join(sorted(got[queue])[:5])})",
                         )
                     )
         return out
