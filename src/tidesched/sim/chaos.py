@@ -126,6 +126,7 @@ CONFIGS = (
     _config("enqueue, allocate, backfill, reclaim", extra="  - name: binpack\n"),
     _config("enqueue, allocate, backfill"),
     _config("enqueue, allocate, backfill, reclaim", over_commit=1.0, starving=True),
+    _config("enqueue, allocate, preempt, reclaim, backfill"),
 )
 
 # --------------------------------------------------------------------------------------------
@@ -371,7 +372,7 @@ class _Builder:
                 },
             }
             # Most training arrives at night and early morning, so inference must take cards back by day.
-            at = 0.0 if rng.random() < 0.4 else rng.uniform(0, self.end * (0.3 if rng.random() < 0.6 else 0.9))
+            at = 0.0 if rng.random() < 0.5 else rng.uniform(0, self.end * (0.3 if rng.random() < 0.6 else 0.9))
             if at == 0.0:
                 self.objects.append(job)
             else:
