@@ -103,8 +103,6 @@ class InvariantChecker:
         self.notes: list[str] = []
         self.checked_steps = 0
         self.violations: list[Violation] = []
-        # Extra rules (tests, chaos experiments): fn(checker, t, applied, decisions) -> violations.
-        self.extra_rules: list[Any] = []
         self.configure(config)
 
     def configure(self, config: Any) -> None:
@@ -153,8 +151,6 @@ class InvariantChecker:
                 found += self._reclaims(t, applied, decisions)
                 found += self._reclaim_policy(t, applied)
         found += self.check_world(t)
-        for rule in self.extra_rules:
-            found += rule(self, t, applied, decisions)
         self.violations.extend(found)
         return found
 
