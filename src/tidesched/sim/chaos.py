@@ -34,7 +34,7 @@ import yaml
 
 from tidesched.sim.invariants import RULE_RESTART
 from tidesched.sim.runner import SimulationRun, run
-from tidesched.sim.scenario import Scenario, scenario_from_mapping
+from tidesched.sim.scenario import Scenario, ScenarioError, parse_duration, scenario_from_mapping
 
 DAY = 86400.0
 PERIOD = 1.0
@@ -569,7 +569,7 @@ def shrink(
             return fails(candidate)
         try:
             sim = run_document(candidate, seed=seed)
-        except Exception:  # noqa: BLE001 - a candidate the loader refuses simply does not reproduce
+        except ScenarioError:  # a candidate the loader refuses simply does not reproduce
             return False
         return any(v["rule"] == rule for v in sim.result["invariants"]["violations"])
 
@@ -584,8 +584,6 @@ def shrink(
         runs += 1
         hits = [v["t"] for v in sim.result["invariants"]["violations"] if v["rule"] == rule]
         if hits:
-            from tidesched.sim.scenario import parse_duration
-
             end = float(hits[0]) + float(current.get("schedulePeriod") or 1)
             cut = dict(current, duration=_clock(end) if end.is_integer() else end)
             cut["events"] = [e for e in current.get("events") or [] if parse_duration(e["at"], "at") <= end]
