@@ -99,7 +99,9 @@ _BASE_TIER1 = """- plugins:
     enableReclaimable: false"""
 
 
-def _config(actions: str, over_commit: float = 2.0, unlimited: bool = True, extra: str = "", starving: bool = False) -> str:
+def _config(
+    actions: str, over_commit: float = 2.0, unlimited: bool = True, extra: str = "", starving: bool = False
+) -> str:
     tier1 = _BASE_TIER1 if not starving else _BASE_TIER1.replace("    enableJobStarving: false\n", "")
     return (
         f'actions: "{actions}"\n'
@@ -177,7 +179,8 @@ def _queue(name: str, parent: str | None, priority: int, reclaimable: bool, quot
            cpu: int, memory_gi: int) -> dict[str, Any]:
     md: dict[str, Any] = {"name": name}
     if quota is not None:
-        md["annotations"] = {"volcano.sh/card.quota": json.dumps(quota, sort_keys=True, separators=(",", ":"))}
+        text = json.dumps(quota, sort_keys=True, separators=(",", ":"))
+        md["annotations"] = {"volcano.sh/card.quota": text}
     spec: dict[str, Any] = {"weight": 1, "priority": priority, "reclaimable": reclaimable,
                             "capability": {"cpu": str(cpu), "memory": f"{memory_gi}Gi"}}
     if parent:
@@ -256,7 +259,7 @@ class _Builder:
         self.objects.append(_queue("root", None, 0, False, None, 100000, 100000))
         self.objects.append(_queue("online", "root", 80000, False, None, 50000, 50000))
         self.objects.append(_queue("offline", "root", 20000, True, None, 50000, 50000))
-        models = sorted({o[0].split("|")[0] for o in self.offers} | {o[0] for o in self.offers if "|" not in o[0]})
+        models = sorted({o[0].split("|")[0] for o in self.offers})
         for group, prio, reclaimable in (("online", 80000, False), ("offline", 20000, True)):
             for i in range(rng.randint(1, 2)):
                 name = f"{group}-{'ab'[i]}"
@@ -264,7 +267,8 @@ class _Builder:
                 for m in models:
                     cap = self.capacity.get(m, 0)
                     if rng.random() < 0.9:  # mostly a fair share, now and then more than the cluster has
-                        quota[m] = rng.randint(max(1, cap // (2 if group == "online" else 3)), int(cap * 1.3) + 1)
+                        low = max(1, cap // (2 if group == "online" else 3))
+                        quota[m] = rng.randint(low, int(cap * 1.3) + 1)
                 self.quota[name] = quota
                 self.leaves[group].append(name)
                 self.objects.append(_queue(name, group, prio, reclaimable, quota, rng.choice((256, 1024, 4096)),
@@ -343,7 +347,8 @@ class _Builder:
             if evicted:
                 policies.insert(0, {"event": "PodEvicted", "action": evicted})
             if rng.random() < 0.6:
-                policies.insert(0, {"event": "PodFailed", "action": rng.choice(("RestartJob", "RestartTask", "AbortJob"))})
+                action = rng.choice(("RestartJob", "RestartTask", "AbortJob"))
+                policies.insert(0, {"event": "PodFailed", "action": action})
             tasks = [{
                 "name": "worker",
                 "replicas": replicas,
@@ -384,7 +389,9 @@ class _Builder:
     def faults(self) -> None:
         rng = self.rng
         count = rng.randint(12, 40)
-        card_nodes = [n["metadata"]["name"] for n in self.nodes if "nvidia.com/gpu.product" in n["metadata"]["labels"]]
+        card_nodes = [
+            n["metadata"]["name"] for n in self.nodes if "nvidia.com/gpu.product" in n["metadata"]["labels"]
+        ]
         all_nodes = [n["metadata"]["name"] for n in self.nodes]
         leaves = self.leaves["online"] + self.leaves["offline"]
         kinds = ["node-lost", "node-not-ready", "cordon", "quota", "queue-closed", "mig", "pod-failed",
