@@ -418,3 +418,30 @@ def test_every_plan_makes_room_when_carried_out(objs) -> None:
         here = [t for t in plan.evictions(planner) if t.node_name == table.names[row]]
         room = table.future_idle[row] + sum(t.req_vec for t in here)
         assert table.fits_row(task, room), (table.names[row], plan.cost)
+def test_reclaim_never_pipelines_onto_a_model_whose_quota_is_used_up() -> None:
+    """Found by the chaos simulations (seed 11): an ``A|B`` reclaimer whose queue has B quota
+    left but no B cards free was pipelined onto an A node with free cards although the queue's
+    A quota was used up — Allocatable holds (B has room) and the quota predicate's failure on A
+    nodes counts as resolvable, so nothing re-checked the node. Evicting other queues' pods
+    never frees this queue's quota: the node must pass the predicates when the task is
+    pipelined, in both reclaim modes."""
+    a100 = "NVIDIA-A100"
+    objs = [
+        card_node("a100-1", a100, cards=2),
+        card_node("h200-1", H200, cards=8),
+        card_queue("q-inference", f'{{"{H200}":2,"{a100}":4}}', cpu=None, priority=80000, reclaimable=False),
+        card_queue("q-training", f'{{"{H200}":1000}}', cpu=None, priority=20000, reclaimable=True),
+        *training("train", [("h200-1", 2)], min_member=1),
+    ]
+    serving = podgroup("serving", 1, queue="q-inference", phase="Running")
+    serving["metadata"]["annotations"] = {"volcano.sh/service.type": "inference"}
+    objs += [
+        serving,
+        card_pod("serving-h200", H200, 2, group="serving", node_name="h200-1", phase="Running"),
+        card_pod("serving-a100", a100, 2, group="serving", node_name="a100-1", phase="Running"),
+        card_pod("serving-new", f"{H200}|{a100}", 1, group="serving"),
+    ]
+    for gang_safe in (True, False):
+        d = run(objs, tidal_config(gang_safe=gang_safe))
+        assert "ns/serving-new" not in d.pipelined and "ns/serving-new" not in d.bound, (gang_safe, d.to_json())
+        assert not d.evicted

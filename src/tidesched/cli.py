@@ -379,6 +379,14 @@ def simulate_cmd(
     config_map: Annotated[
         str, typer.Option("--config-map", help="What-if: the scheduler's ConfigMap, NAMESPACE/NAME.")
     ] = "volcano-system/tidesched-scheduler-configmap",
+    chaos: Annotated[
+        Optional[int],
+        typer.Option("--chaos", help="Run the chaos scenario of this generator seed (random cluster, workload and "
+                                     "faults); a failure is shrunk and written to OUT/reproduce.yaml."),
+    chaos_hours: Annotated[float, typer.Option("--chaos-hours", help="Simulated hours of a --chaos run.")] = 24.0,
+    shrink: Annotated[
+        bool, typer.Option("--shrink/--no-shrink", help="Shrink a failing --chaos scenario before writing it.")
+    ] = True,
 ) -> None:
     """Simulate a scenario (or a trace) over time; write result.json and report.html; exit 1 if an
     invariant broke. With --from-cluster or --from-dump: what happens to the cluster if the --add
@@ -393,6 +401,29 @@ def simulate_cmd(
                                    config_map, scenario, trace)
     elif add or for_ is not None or kubeconfig is not None:
         _fail("--add, --for and --kubeconfig apply to --from-cluster / --from-dump only")
+    chaos_doc = None
+    if whatif is not None:
+        if chaos is not None:
+            _fail("--chaos generates its own cluster; give it without --from-cluster / --from-dump")
+            return
+    elif chaos is not None:
+        if scenario is not None or trace is not None or config is not None or pods or limit or fill or compression != 1.0:
+            _fail("--chaos generates its own scenario and config; give no scenario, --trace or --config (nor trace options) with it")
+            return
+        if not 0 < chaos_hours <= 24 * 366:
+            _fail(f"--chaos-hours must be positive (at most a year), got {chaos_hours}")
+            return
+        from tidesched.sim.chaos import dump_document, generate, to_scenario
+
+        chaos_doc = generate(chaos, hours=chaos_hours).doc
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / "scenario.yaml").write_text(
+                dump_document(chaos_doc, f"Chaos scenario of generator seed {chaos}."), encoding="utf-8"
+            )
+        except OSError as exc:
+            _fail(f"cannot write {out_dir / 'scenario.yaml'}: {exc}")
+        sc = to_scenario(chaos_doc, str(out_dir / "scenario.yaml"))
     elif trace is not None:
         if scenario is not None:
             _fail("give a scenario or --trace, not both")
@@ -454,6 +485,8 @@ def simulate_cmd(
     out.print("wrote " + ", ".join(wrote), highlight=False)
     if report_error:
         err.print(f"[yellow]warning:[/] {report_error}", highlight=False)
+    if sim.failed and chaos_doc is not None:
+        _chaos_reproducer(chaos, chaos_doc, sim, out_dir, seed, shrink)
     if sim.failed:
         err.print("[bold red]invariant violated[/] — see the list above and result.json", highlight=False)
         raise typer.Exit(1)
@@ -501,6 +534,25 @@ def _whatif_run(whatif: Any, sc: Any, seed: int, progress: Any) -> Any:
 
     w, prepared = whatif
     return run_whatif(w, seed=seed, progress=progress, prepared=prepared)
+def _chaos_reproducer(chaos: int, doc: Any, sim: Any, out_dir: Path, seed: int, shrink: bool) -> None:
+    """A failed --chaos run: shrink the scenario while the same invariant fails; write it."""
+    from tidesched.sim.chaos import ChaosOutcome, Generated, first_rule, shrink as shrink_doc, write_reproducer
+    outcome = ChaosOutcome(Generated(chaos, doc), sim)
+    rule = first_rule(sim) or ""
+    if shrink:
+        out.print(f"shrinking the scenario while {rule!r} still fails…", highlight=False)
+        outcome.shrunk = shrink_doc(doc, rule, seed=seed)
+        s = outcome.shrunk
+        out.print(
+            f"shrunk from {s.objects_before} objects and {s.events_before} events to {s.objects} objects and "
+            f"{s.events} events ({s.runs} runs, {s.seconds:.1f}s)",
+            highlight=False,
+        )
+        path = write_reproducer(outcome, out_dir / "reproduce.yaml", seed)
+        _fail(f"cannot write {out_dir / 'reproduce.yaml'}: {exc}")
+        return
+    again = f"tidesched simulate {path}" + (f" --seed {seed}" if seed else "")
+    out.print(f"wrote {path}; reproduce with: {again}", highlight=False)
 
 
 def main() -> None:

@@ -626,3 +626,98 @@ def test_pdb_in_a_scenario_guides_preemption(tmp_path: Path, with_pdb: bool, evi
     evictions = [e["name"] for e in r["events"] if e["reason"] == "Evict"]
     # Both plans are equal but for the budget; without it the node name picks n1.
     assert evictions == [evicted] and r["invariants"]["violations"] == []
+
+
+# --------------------------------------------------------------------------------------------
+# Invariants added with the chaos simulations (issue 13): each fails on a tampered decision
+
+
+def test_a_bind_to_a_not_ready_node_is_a_violation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def bind_to_n2(d: Decisions, snapshot: Any, t: float) -> None:
+        if t == 3600:
+            for p in snapshot.pods:
+                if p.meta.namespace == "online" and not p.node_name:
+                    d.bound[p.key] = "n2"
+
+    events = [
+        {"at": "1h", "setNode": {"name": "n2", "ready": False}},
+        {"at": "1h", "scale": {"deployment": "online/web", "replicas": 4}},
+    ]
+    sc = load(tmp_path, scenario_doc(events=events))
+    substitute(monkeypatch, bind_to_n2)
+    v = [x for x in run(sc).result["invariants"]["violations"] if x["rule"] == "REL-2 bind"]
+    assert v and v[0]["t"] == 3600.0 and "bound to node n2, which is not Ready" in v[0]["message"]
+
+
+def test_a_gang_started_partly_is_a_violation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def drop_one(d: Decisions, snapshot: Any, t: float) -> None:
+        mine = sorted(k for k in d.bound if k.startswith("ml/b-"))
+        if len(mine) == 2:
+            del d.bound[mine[1]]
+
+    sc = load(tmp_path, scenario_doc(events=[{"at": "3h", "submit": train_job("b", 2, 4, "1h")}]))
+    substitute(monkeypatch, drop_one)
+    v = [x for x in run(sc).result["invariants"]["violations"] if x["rule"] == "TIDE-6 gang bind"]
+    assert v and "gang ml/b started partly: 1 of minMember 2 pods bound or done" in v[0]["message"]
+
+
+def test_pipelining_beyond_the_card_quota_is_a_violation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def pipeline_rest(d: Decisions, snapshot: Any, t: float) -> None:
+        if t == 3600:
+            for p in snapshot.pods:
+                if p.meta.namespace == "online" and not p.node_name and p.key not in d.bound:
+                    d.pipelined[p.key] = "n2"
+
+    sc = card_scenario(
+        tmp_path,
+        [
+            {"at": "1h", "scale": {"deployment": "online/web", "replicas": 6}},
+            {"at": "1h", "delete": {"kind": "Job", "name": "ml/a"}},
+            {"at": "1h", "delete": {"kind": "Job", "name": "ml/c"}},
+        ],
+    )
+    substitute(monkeypatch, pipeline_rest)
+    v = [x for x in simulate(sc)["invariants"]["violations"] if x["rule"] == "REL-2 quota"]
+    assert v and "queue online would hold 12 NVIDIA-H200 cards with its pipelined pods, quota 8" in v[0]["message"]
+
+
+def test_a_restarted_scheduler_deciding_otherwise_is_a_violation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """checkRestart: the session is decided again on a state rebuilt from the objects; here the
+    running scheduler's decision is tampered with (a bind dropped), the restarted one's is not."""
+    real = sim_runner._session
+    calls: dict[float, int] = {}
+
+    def fake(snapshot: Any, config: Any, **kw: Any) -> Decisions:
+        d = real(snapshot, config, **kw)
+        t = kw["now"] - sim_runner.EPOCH
+        calls[t] = calls.get(t, 0) + 1
+        if t == 3600 and calls[t] == 1 and d.bound:
+            del d.bound[sorted(d.bound)[0]]
+        return d
+
+    monkeypatch.setattr(sim_runner, "_session", fake)
+    sc = load(tmp_path, scenario_doc(checkRestart=True))
+    v = run(sc).result["invariants"]["violations"]
+    assert [x["rule"] for x in v] == ["REL-3 restart"] and v[0]["t"] == 3600.0
+    assert "a scheduler restarted from the objects decides other bound" in v[0]["message"]
+    # Untampered, the restarted scheduler always agrees.
+    monkeypatch.setattr(sim_runner, "_session", real)
+    assert run(load(tmp_path, scenario_doc(checkRestart=True))).result["invariants"]["violations"] == []
+
+
+def test_a_pod_on_a_missing_node_is_a_violation() -> None:
+    from tidesched.scheduler import config_from_file
+    from tidesched.sim.clock import Clock
+    from tidesched.sim.invariants import InvariantChecker
+    from tidesched.sim.metrics import Accounting
+    from tidesched.sim.world import World
+
+    world = World(Clock())
+    checker = InvariantChecker(world, Accounting(world), config_from_file(None))
+    world.put("Node", h200_node("n1"))
+    world.put("Pod", {"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+                      "spec": {"nodeName": "ghost", "containers": []}, "status": {"phase": "Running"}})
+    (v,) = checker.check_world(5.0)
+    assert v.rule == "SIM pod-node" and "ns/p are bound to node ghost, which does not exist" in v.message

@@ -9,7 +9,8 @@ Rules (Volcano actions/reclaim, restated):
   JobOrder; each job gets one Statement and its tasks are tried while it is starving.
 * Per task: the gates and Volcano's per-node walk are in ``reclaim_steps`` (candidate nodes
   in name order, reclaimees → Reclaimable → ValidateVictims → evict in victim order until
-  the task fits FutureIdle → pipeline on the first node that works).
+  the task fits FutureIdle → pipeline on the first node that then passes the predicates: a
+  card-quota failure counts as resolvable, yet evicting other queues' pods never frees it).
 * The task is pipelined only while ``Allocatable(queue, task)`` holds after the evictions
   (REL-2: evicting from another queue must not push the reclaimer's queue over its quota).
 * The job's Statement is committed if JobPipelined holds afterwards, else discarded.

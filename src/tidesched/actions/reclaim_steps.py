@@ -50,6 +50,7 @@ class Placed(Enum):
     YES = "yes"
     NO_ROOM = "no room"  # the evictions were not enough
     QUEUE_FULL = "queue full"  # room enough, but Allocatable(queue, task) says no
+    NO_FIT = "no fit"  # room and queue enough, but the node still fails the predicates
 
 
 def reclaimees(ssn: "Session", job: "JobInfo", row: int) -> list["TaskInfo"]:
@@ -96,6 +97,12 @@ def place(
     if not ssn.allocatable(queue, task):
         node_stmt.discard()
         return Placed.QUEUE_FULL
+    # The node must pass the predicates once the victims are out, as preempt re-checks: a
+    # card-quota failure (this queue's quota of the node's model used up) counts as resolvable,
+    # yet evicting other queues' pods never frees it (found by the chaos simulations).
+    if not ssn.predicate(task).passed[row]:
+        node_stmt.discard()
+        return Placed.NO_FIT
     node_stmt.pipeline(task, node)
     stmt.merge(node_stmt)
     return Placed.YES

@@ -410,6 +410,11 @@ class VolcanoJobController:
 
     def on_podgroup(self, key: str, old: Mapping[str, Any] | None, pg: Mapping[str, Any] | None) -> None:
         if pg is None:
+            # Deleted under a live Job (not by clean-up): the next sync creates it again, as
+            # Volcano's job controller does on its resync.
+            owner = controller_owner(old) if old is not None else None
+            if owner is not None and owner[0] == "Job":
+                self.dirty.add(f"{split_key(key)[0]}/{owner[1]}")
             return
         owner = controller_owner(pg)
         if owner is not None and owner[0] == "Job":
@@ -977,7 +982,7 @@ class PodGroupController:
             else:
                 world.clock.after(self.finished_ttl, Timer("pod-gc", key))
             return
-        if not self.wants(pod):
+        if not self.wants(pod) and not self._lost_group(pod, key):
             return
         ns, _ = split_key(key)
         owner_obj, owner_ref = self._owner(pod, ns)
@@ -990,6 +995,19 @@ class PodGroupController:
                 self.created[(owner[0], f"{ns}/{owner[1]}")] = pg_key
             world.put("PodGroup", pg)
         world.put("Pod", with_meta_map(pod, "annotations", {GROUP_NAME_ANNOTATION: pg_name}))
+
+    def _lost_group(self, pod: Mapping[str, Any], key: str) -> bool:
+        """A pod of ours, not of a Volcano Job, whose PodGroup was deleted under it: the
+        controller makes the PodGroup again (Volcano's podgroup controller on its resync)."""
+        g = annotations(pod).get(GROUP_NAME_ANNOTATION)
+        owner = controller_owner(pod)
+        return (
+            bool(g)
+            and str(g).startswith("podgroup-")  # a name this controller gives
+            and (owner is None or owner[0] != "Job")
+            and str(spec(pod).get("schedulerName") or "default-scheduler") in self.world.scheduler_names
+            and self.world.get("PodGroup", f"{split_key(key)[0]}/{g}") is None
+        )
 
     def _owner(
         self, pod: Mapping[str, Any], ns: str
@@ -1111,6 +1129,8 @@ class Controllers:
                     self.replicasets.dirty.add(f"{split_key(key)[0]}/{owner[1]}")
         elif kind == "PodGroup":
             self.jobs.on_podgroup(key, old, new)
+            if new is None and cause != "gc":
+                self.podgroups.dirty.update(self.world.pods_by_group.get(key, ()))
         elif kind == "Job":
             if cause != "controller":
                 self.jobs.dirty.add(key)

@@ -172,6 +172,7 @@ class _Contribution:
     running: bool
     alloc: tuple[tuple[str, float], ...]  # quota view: cpu, memory, card models
     cards: tuple[tuple[str, float], ...]  # held on the node
+    uses_cards: bool = False  # names a card model or holds cards (capacity-card's CPU/memory exemption)
 
 
 class Accounting:
@@ -184,6 +185,7 @@ class Accounting:
         self.capacity: Counter[str] = Counter()
         self.cards: Counter[str] = Counter()
         self.q_alloc: dict[str, Counter[str]] = {}
+        self.q_alloc_no_cards: dict[str, Counter[str]] = {}  # cpu/memory of pods that use no cards
         self.q_pending: Counter[str] = Counter()
         self.q_running: Counter[str] = Counter()
         self.pending = 0
@@ -268,7 +270,8 @@ class Accounting:
         alloc: tuple[tuple[str, float], ...] = ()
         if running:
             alloc = (("cpu", rec.resreq.milli_cpu), ("memory", rec.resreq.memory), *cards)
-        return _Contribution(self.queue_of(pod, split_key(key)[0]), pending, running, alloc, cards)
+        uses_cards = bool(cards) or "volcano.sh/card.name" in annotations(pod)
+        return _Contribution(self.queue_of(pod, split_key(key)[0]), pending, running, alloc, cards, uses_cards)
 
     def _apply(self, c: _Contribution, sign: int) -> None:
         for m, v in c.cards:
@@ -286,6 +289,10 @@ class Accounting:
             q = self.q_alloc.setdefault(c.queue, Counter())
             for r, v in c.alloc:
                 q[r] += sign * v
+            if not c.uses_cards:
+                plain = self.q_alloc_no_cards.setdefault(c.queue, Counter())
+                for r, v in c.alloc[:2]:  # cpu, memory
+                    plain[r] += sign * v
 
     def _update_pod(self, key: str) -> None:
         old = self.contrib.pop(key, None)

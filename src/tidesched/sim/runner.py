@@ -39,6 +39,9 @@ from tidesched.sim.clock import Clock
 from tidesched.sim.controllers import Controllers, Timer
 from tidesched.sim.fragmentation import GpuWorkload, fragmentation_summary, fragmented_gpus, gpu_figures
 from tidesched.sim.invariants import RULE_SESSION, InvariantChecker
+from tidesched.model.snapshot import build_snapshot
+from tidesched.model.state import build_state
+from tidesched.sim.invariants import RULE_RESTART, RULE_SESSION, InvariantChecker
 from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacity_card_args, mean, percentile
 from tidesched.sim.scenario import Scenario, TimedEvent, load_scenario, object_kind
 from tidesched.sim.world import (
@@ -50,6 +53,8 @@ from tidesched.sim.world import (
     iso,
     meta,
     object_key,
+    pod_active,
+    pod_node,
     spec,
     split_key,
     status,
@@ -79,6 +84,18 @@ class SimulationRun:
     @property
     def failed(self) -> bool:
         return bool(self.result["invariants"]["violations"])
+
+
+def _diff(a: Any, b: Any) -> str:
+    """The first difference of two decision parts, for a message."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                return f"{k}: {a.get(k)!r}, restarted {b.get(k)!r}"
+    if isinstance(a, list) and isinstance(b, list):
+        only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+        return f"only {only_a[:5]}, restarted only {only_b[:5]}"
+    return f"{a!r}, restarted {b!r}"
 
 
 def _session(snapshot: Any, config: Any, *, scheduler_names: Any, uid: str, now: float, state: Any = None) -> Decisions:
@@ -276,8 +293,31 @@ class Engine:
         elif act == "setQuota":
             self._set_quota(ev, now)
         elif act == "failPod":
+            self._fail_pod(ev)
+        elif act == "setConfig":
+            self.config = a["config"]
+            self.invariants.configure(self.config)
+            self.emit("Scenario", "", act, "Normal", "ConfigReloaded", f"scheduler config reloaded from {a['source']}")
+
+    def _fail_pod(self, ev: TimedEvent) -> None:
+        """``failPod``: a named pod, or the first running pod (name order) of a Deployment or Job."""
+        world, a = self.world, ev.args
+        if "name" in a:
             if not world.finish_pod(a["name"], "Failed", int(a["exitCode"])):
                 self._warn(ev, f"failPod: pod {a['name']} does not exist or has already ended")
+            return
+        kind = "Deployment" if "deployment" in a else "Job"
+        owner = a["deployment"] if kind == "Deployment" else a["job"]
+        if kind == "Deployment":
+            pods = [pk for rs in world.owned("ReplicaSet", "Deployment", owner) for pk in world.owned_pods("ReplicaSet", rs)]
+        else:
+            pods = world.owned_pods("Job", owner)
+        for pk in sorted(pods):
+            pod = world.get("Pod", pk)
+            if pod is not None and pod_node(pod) and pod_active(pod) and world.finish_pod(pk, "Failed", int(a["exitCode"])):
+                self.emit("Pod", *split_key(pk), "Warning", "PodFailed", f"pod {pk} of {kind} {owner} failed (scenario)")
+                return
+        self._warn(ev, f"failPod: {kind} {owner} has no running pod")
 
     def _set_quota(self, ev: TimedEvent, now: float) -> None:
         a = ev.args
@@ -300,6 +340,10 @@ class Engine:
             parts.append(f"state={a['state']}")
         self.world.put("Queue", new)
         self.emit("Queue", "", a["queue"], "Normal", "QuotaChanged", "; ".join(parts))
+
+    def _report(self, violations: list[Any]) -> None:
+        for v in violations:
+            self.emit("Simulator", "", "invariants", "Warning", "InvariantViolated", f"{v.rule}: {v.message}")
 
     # -- steps --------------------------------------------------------------------------
 
@@ -350,7 +394,33 @@ class Engine:
             tb = traceback.format_exc(limit=6)
             self.invariants.record(t, RULE_SESSION, f"the scheduling session crashed: {exc!r}\n{tb}")
             return None, time.perf_counter() - t0
-        return d, time.perf_counter() - t0
+        secs = time.perf_counter() - t0
+        if self.sc.check_restart:
+            self._check_restart(n, t, d)
+        return d, secs
+
+    def _check_restart(self, n: int, t: float, d: Decisions) -> None:
+        """REL-3: a scheduler restarted now — state rebuilt from the objects alone — decides
+        exactly what the running one (on its incremental cache) decided."""
+        world = self.world
+        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget")
+                   for _key, obj in world.items(kind)]
+        try:
+            snapshot = build_snapshot(objects, scheduler_names=self.sc.scheduler_names,
+                                      synthesize_podgroups=False, strict_kinds=False)
+            fresh = _session(snapshot, self.config, scheduler_names=self.sc.scheduler_names,
+                             uid=f"session-{n}", now=EPOCH + t, state=build_state(snapshot, self.sc.scheduler_names))
+        except Exception as exc:  # noqa: BLE001 - reported as the finding it is
+            self.invariants.record(t, RULE_RESTART, f"a restarted scheduler crashed: {exc!r}")
+            return
+        ours, theirs = d.to_json(), fresh.to_json()
+        for part in ("bound", "evicted", "pipelined", "podgroups"):
+            if ours[part] != theirs[part]:
+                self.invariants.record(
+                    t, RULE_RESTART,
+                    f"a scheduler restarted from the objects decides other {part}: running {_diff(ours[part], theirs[part])}",
+                )
+                return
 
     def apply(self, d: Decisions, t: float) -> Applied:
         for e in d.events:
@@ -419,19 +489,14 @@ class Engine:
                     break
                 applied = self.apply(d, t)
                 self.controllers.reconcile(t)
-                for v in self.invariants.check(t, applied, d):
-                    self.emit(
-                        "Simulator",
-                        "",
-                        "invariants",
-                        "Warning",
-                        "InvariantViolated",
-                        f"{v.rule}: {v.message}",
-                    )
+                self._report(self.invariants.check(t, applied, d))
                 self.record_step(k, t, applied)
             else:
                 # Nothing to schedule: no session (it could only restate PodGroup phases), but
-                # what the events changed is still recorded.
+                # what the events changed is still recorded (and the world's rules checked).
+                found = self.invariants.check_world(t)
+                self.invariants.violations.extend(found)
+                self._report(found)
                 self.record_step(k, t, None)
             if progress is not None:
                 progress(t, end)

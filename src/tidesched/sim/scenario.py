@@ -75,6 +75,7 @@ _TOP_KEYS = {
     "objects",
     "events",
     "trace",
+    "checkRestart",
 }
 _TRACE_KEYS = {"dir", "pods", "compression", "fill", "limit", "seed"}
 _SCHEDULER_KEYS = {"config", "configFile", "names"}
@@ -90,6 +91,7 @@ ACTIONS = (
     "setNode",
     "setQuota",
     "failPod",
+    "setConfig",
 )
 
 
@@ -109,7 +111,9 @@ class TimedEvent:
       "ready": bool|None, "unschedulable": bool|None}``
     * setQuota: ``{"queue": str, "cardQuota": dict|None (absent: unchanged; null: remove),
       "capability": dict|None, "state": str|None}``
-    * failPod: ``{"name": "ns/name", "exitCode": int}``
+    * failPod: ``{"name": "ns/name", "exitCode": int}``, or instead of ``name`` an owner
+      (``"deployment"``/``"job": "ns/name"``): its first running pod in name order
+    * setConfig: ``{"config": SchedulerConfig, "source": str}`` (a scheduler config reload)
     """
 
     at: float
@@ -139,6 +143,9 @@ class Scenario:
     description: str = ""
     source: str = "<scenario>"
     warnings: list[str] = field(default_factory=list)
+    # REL-3: every session is also decided by a scheduler rebuilt from the objects (a restart);
+    # the two must decide the same (doubles session time; chaos runs turn it on).
+    check_restart: bool = False
 
     def add_event(self, at: float | str, action: str, args: Any, source: str | None = None) -> TimedEvent:
         """Validate and append one event (``args`` as in the YAML form)."""
@@ -407,6 +414,32 @@ def _card_quota(value: Any, where: str) -> dict[str, int] | None:
     return out
 
 
+def _config_arg(raw: Any, where: str, base_dir: Path | None) -> dict[str, Any]:
+    """``setConfig``: the config text (or mapping) inline, ``{config: ...}`` or ``{configFile: path}``."""
+    from tidesched.scheduler import config_from_file, config_from_text
+
+    if isinstance(raw, Mapping) and set(map(str, raw)) <= {"config", "configFile"} and len(raw) == 1:
+        if "configFile" in raw:
+            p = Path(str(raw["configFile"]))
+            if base_dir is not None and not p.is_absolute():
+                p = base_dir / p
+            if not p.is_file():
+                raise ScenarioError(f"{where}.configFile: {p}: no such file")
+            try:
+                return {"config": config_from_file(p), "source": str(p)}
+            except ConfigError as exc:
+                raise ScenarioError(f"{where}.configFile: {exc}") from None
+        raw = raw["config"]
+    if isinstance(raw, Mapping):
+        raw = yaml.safe_dump(dict(raw), sort_keys=False)
+    if not isinstance(raw, str) or not raw.strip():
+        raise ScenarioError(f"{where}: expected the scheduler config (text or mapping) or {{configFile: path}}")
+    try:
+        return {"config": config_from_text(raw, where), "source": where}
+    except ConfigError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
+
+
 def _bool_arg(value: Any, where: str) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
@@ -494,13 +527,20 @@ def make_event(
             args["capability"] = None if cap is None else _resource_map(cap, f"{where}.capability", False)
     elif action == "failPod":
         if isinstance(raw, Mapping):
-            _only_keys(raw, {"name", "exitCode"}, where)
-            name, code = raw.get("name"), raw.get("exitCode", 1)
+            _only_keys(raw, {"name", "deployment", "job", "exitCode"}, where)
+            targets = [k for k in ("name", "deployment", "job") if k in raw]
+            if len(targets) != 1:
+                raise ScenarioError(f"{where}: name exactly one of name, deployment or job")
+            target, code = targets[0], raw.get("exitCode", 1)
+            name = raw[target]
         else:
-            name, code = raw, 1
+            target, name, code = "name", raw, 1
         if isinstance(code, bool) or not isinstance(code, int) or code == 0:
             raise ScenarioError(f"{where}.exitCode: expected a non-zero integer, got {code!r}")
-        args = {"name": _namespaced(_name_arg(name, f"{where}.name")), "exitCode": code}
+        args = {"exitCode": code}
+        args["name" if target == "name" else target] = _namespaced(_name_arg(name, f"{where}.{target}"))
+    elif action == "setConfig":
+        args = _config_arg(raw, where, base_dir)
     else:
         hint = difflib.get_close_matches(action, ACTIONS, n=1)
         more = f"; did you mean {hint[0]!r}?" if hint else ""
@@ -667,6 +707,9 @@ def scenario_from_mapping(
         objects = trace_objects + objects
         events = trace_events + events
     max_gap = _setting(doc, "maxIdleGap", None, source)
+    check_restart = doc.get("checkRestart", False)
+    if not isinstance(check_restart, bool):
+        raise ScenarioError(f"{source}: checkRestart: expected true or false, got {check_restart!r}")
     return Scenario(
         name=name,
         objects=objects,
@@ -685,6 +728,7 @@ def scenario_from_mapping(
         description=str(doc.get("description") or ""),
         source=source,
         warnings=warnings,
+        check_restart=check_restart,
     )
 
 
