@@ -383,6 +383,7 @@ def simulate_cmd(
         Optional[int],
         typer.Option("--chaos", help="Run the chaos scenario of this generator seed (random cluster, workload and "
                                      "faults); a failure is shrunk and written to OUT/reproduce.yaml."),
+    ] = None,
     chaos_hours: Annotated[float, typer.Option("--chaos-hours", help="Simulated hours of a --chaos run.")] = 24.0,
     shrink: Annotated[
         bool, typer.Option("--shrink/--no-shrink", help="Shrink a failing --chaos scenario before writing it.")
@@ -534,9 +535,12 @@ def _whatif_run(whatif: Any, sc: Any, seed: int, progress: Any) -> Any:
 
     w, prepared = whatif
     return run_whatif(w, seed=seed, progress=progress, prepared=prepared)
+
+
 def _chaos_reproducer(chaos: int, doc: Any, sim: Any, out_dir: Path, seed: int, shrink: bool) -> None:
     """A failed --chaos run: shrink the scenario while the same invariant fails; write it."""
     from tidesched.sim.chaos import ChaosOutcome, Generated, first_rule, shrink as shrink_doc, write_reproducer
+
     outcome = ChaosOutcome(Generated(chaos, doc), sim)
     rule = first_rule(sim) or ""
     if shrink:
@@ -548,7 +552,9 @@ def _chaos_reproducer(chaos: int, doc: Any, sim: Any, out_dir: Path, seed: int, 
             f"{s.events} events ({s.runs} runs, {s.seconds:.1f}s)",
             highlight=False,
         )
+    try:
         path = write_reproducer(outcome, out_dir / "reproduce.yaml", seed)
+    except OSError as exc:
         _fail(f"cannot write {out_dir / 'reproduce.yaml'}: {exc}")
         return
     again = f"tidesched simulate {path}" + (f" --seed {seed}" if seed else "")
