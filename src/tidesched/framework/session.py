@@ -604,14 +604,15 @@ class Session:
 
     def pod_group_phase(self, job: JobInfo, unschedulable: bool) -> str:
         c = job.status_count
-        if c[TaskStatus.RUNNING] and unschedulable:
+        running = c[TaskStatus.RUNNING]
+        if running and unschedulable:
             return PodGroupPhase.UNKNOWN
-        scheduled = sum(c[s] for s in _SCHEDULED)
+        completed = c[TaskStatus.SUCCEEDED] + c[TaskStatus.FAILED]
+        scheduled = running + c[TaskStatus.BOUND] + completed  # _SCHEDULED
         # Releasing tasks still on a node keep counting as scheduled.
         scheduled += sum(
             1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node_name
         ) if c[TaskStatus.RELEASING] else 0
-        completed = sum(c[s] for s in _COMPLETED)
         if scheduled >= job.min_available:
             if scheduled == completed:
                 return PodGroupPhase.COMPLETED
@@ -645,7 +646,7 @@ class Session:
             if t.status == TaskStatus.PIPELINED and t.pod.status == TaskStatus.PENDING and t.uid in self.tasks
         ]
         pipelined = {t.key: t.node_name for t in sorted(staged, key=lambda t: t.key)}
-        queue_allocated = {name: r.to_natural() for name, r in self.queue_allocated().items()}
+        queue_allocated = {name: _natural(r) for name, r in self.queue_allocated().items()}
         return Decisions(
             bound=dict(self.bound),
             pipelined=pipelined,
@@ -737,6 +738,16 @@ class Session:
             if on_action is not None:
                 on_action(name, time.perf_counter() - t0)
         return self.close()
+
+
+@functools.lru_cache(maxsize=1024)
+def _natural_of(cpu: float, memory: float, scalars: tuple[tuple[str, float], ...], pods: int) -> dict[str, str]:
+    return Resource(cpu, memory, dict(scalars), pods).to_natural()
+
+
+def _natural(r: Resource) -> dict[str, str]:
+    """``r.to_natural()``, remembered: queue totals repeat from session to session."""
+    return dict(_natural_of(r.milli_cpu, r.memory, tuple(r.scalars.items()), r.max_task_num))
 
 
 def allocated_tasks(job: JobInfo) -> list[TaskInfo]:
