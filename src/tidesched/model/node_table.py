@@ -249,4 +249,6 @@ class NodeTable:
         self._refresh(i)
 
     def totals(self) -> Resource:
-        return self.resource(self.allocatable.sum(axis=0)) if len(self) else Resource()
+        """The nodes' allocatable summed (a fresh Resource: callers may change it)."""
+        total = self.memo("totals", lambda: self.resource(self.allocatable.sum(axis=0)) if len(self) else Resource())
+        return total.clone()
