@@ -29,12 +29,15 @@ def execute(ssn: "Session") -> None:
     has_enqueue = "enqueue" in ssn.config.actions
     queues = PriorityQueue(ssn.queue_order_less)
     jobs_by_queue: dict[str, PriorityQueue] = {}
+    skip_placed = _queue_keys_static(ssn)
     for job in ssn.jobs.values():
         if job.is_pending():
             if has_enqueue:
                 continue
             # Without an enqueue action, allocate admits jobs itself.
             job.phase = PodGroupPhase.INQUEUE
+        if skip_placed and job.status_count[TaskStatus.PENDING] == job.pending_best_effort_total:
+            continue  # nothing to place: its turn would change nothing (see _queue_keys_static)
         vr = ssn.job_valid(job)
         if vr is not None and not vr.passed:
             continue
@@ -74,6 +77,21 @@ def execute(ssn: "Session") -> None:
         elif not ssn.job_pipelined(job):
             stmt.discard()
         queues.push(queue)
+
+
+# Queue-order plugins whose order of two queues depends only on those queues' own state.
+_OWN_STATE_QUEUE_ORDER = frozenset({"proportion"})
+
+
+def _queue_keys_static(ssn: "Session") -> bool:
+    """May jobs without a pending task (not best-effort) stay out of the heaps? Their turn
+    pops the job, finds no task and puts the queue back, changing nothing. Leaving them out
+    keeps every other pop in the same order as long as no key of a queue waiting in the heap
+    changes while another queue allocates: job keys (priority, gang readiness, drf share)
+    change only for the job being allocated, and the queue order is by the queue's own
+    allocation under these plugins. A hierarchical order (hdrf, hierarchical capacity) may
+    re-rank waiting queues, so there every job keeps its turn."""
+    return all(name in _OWN_STATE_QUEUE_ORDER for tier in ssn._chain("queue_order") for name, _fn in tier)
 
 
 def _allocate_tasks(ssn: "Session", stmt: Statement, tasks: PriorityQueue, job: "JobInfo", queue: "QueueInfo") -> None:

@@ -26,6 +26,8 @@ def _pending_best_effort(ssn: "Session") -> list["TaskInfo"]:
     for job in ssn.jobs.values():
         if job.is_pending():
             continue
+        if not job.pending_best_effort_total and not job.status_count[TaskStatus.PIPELINED]:
+            continue  # no best-effort task pending or pipelined: nothing below would find one
         vr = ssn.job_valid(job)
         if vr is not None and not vr.passed:
             continue

@@ -209,6 +209,9 @@ class Session:
         # Hook registries: hook -> plugin name -> fn.
         self._fns: dict[str, dict[str, Callable[..., Any]]] = {h: {} for h in HOOK_SWITCH}
         self._chains: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
+        # Comparator fns of a hook in tier order (the first non-zero answer wins, so tiers
+        # need not be kept apart): heap comparisons call these hundreds of times per session.
+        self._flat: dict[str, list[Callable[..., Any]]] = {}
         self.event_handlers: list[EventHandler] = []
 
         # Decisions.
@@ -258,6 +261,7 @@ class Session:
     def add_fn(self, hook: str, plugin_name: str, fn: Callable[..., Any]) -> None:
         self._fns[hook][plugin_name] = fn
         self._chains.pop(hook, None)
+        self._flat.pop(hook, None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -293,11 +297,13 @@ class Session:
     # -- aggregation (Volcano session_plugins.go) ---------------------------------------
 
     def _compare(self, hook: str, l: Any, r: Any) -> int:
-        for tier in self._chain(hook):
-            for _name, fn in tier:
-                c = fn(l, r)
-                if c:
-                    return c
+        fns = self._flat.get(hook)
+        if fns is None:
+            fns = self._flat[hook] = [fn for tier in self._chain(hook) for _name, fn in tier]
+        for fn in fns:
+            c = fn(l, r)
+            if c:
+                return c
         return 0
 
     def job_compare(self, l: JobInfo, r: JobInfo) -> int:
@@ -603,14 +609,15 @@ class Session:
 
     def pod_group_phase(self, job: JobInfo, unschedulable: bool) -> str:
         c = job.status_count
-        if c[TaskStatus.RUNNING] and unschedulable:
+        running = c[TaskStatus.RUNNING]
+        if running and unschedulable:
             return PodGroupPhase.UNKNOWN
-        scheduled = sum(c[s] for s in _SCHEDULED)
+        completed = c[TaskStatus.SUCCEEDED] + c[TaskStatus.FAILED]
+        scheduled = running + c[TaskStatus.BOUND] + completed  # _SCHEDULED
         # Releasing tasks still on a node keep counting as scheduled.
         scheduled += sum(
             1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node_name
         ) if c[TaskStatus.RELEASING] else 0
-        completed = sum(c[s] for s in _COMPLETED)
         if scheduled >= job.min_available:
             if scheduled == completed:
                 return PodGroupPhase.COMPLETED
@@ -635,12 +642,16 @@ class Session:
             if job.conditions:
                 conditions[key] = job.conditions
             self._record_job_status_events(job)
-        pipelined = {
-            t.key: t.node_name
-            for t in self.tasks.values()
-            if t.status == TaskStatus.PIPELINED and t.pod.status == TaskStatus.PENDING
-        }
-        queue_allocated = {name: r.to_natural() for name, r in self.queue_allocated().items()}
+        # Only jobs counting a Pipelined task hold one; pod key order as the task map's.
+        staged = [
+            t
+            for job in self.jobs.values()
+            if job.status_count[TaskStatus.PIPELINED]
+            for t in job.tasks.values()
+            if t.status == TaskStatus.PIPELINED and t.pod.status == TaskStatus.PENDING and t.uid in self.tasks
+        ]
+        pipelined = {t.key: t.node_name for t in sorted(staged, key=lambda t: t.key)}
+        queue_allocated = {name: _natural(r) for name, r in self.queue_allocated().items()}
         return Decisions(
             bound=dict(self.bound),
             pipelined=pipelined,
@@ -699,6 +710,9 @@ class Session:
                 msg = job.job_fit_error
             if job.uid not in self.podgroups_warned:
                 self.event("PodGroup", job.namespace, job.name, "Warning", "Unschedulable", msg)
+        c = job.status_count
+        if not (c[TaskStatus.PENDING] or c[TaskStatus.PIPELINED] or c[TaskStatus.ALLOCATED]):
+            return  # no task the loop below reports on (most jobs: all placed)
         base = job.job_fit_error or "all nodes are unavailable"
         for t in sorted(job.tasks.values(), key=lambda t: t.key):
             if t.status == TaskStatus.PENDING:
@@ -729,6 +743,16 @@ class Session:
             if on_action is not None:
                 on_action(name, time.perf_counter() - t0)
         return self.close()
+
+
+@functools.lru_cache(maxsize=1024)
+def _natural_of(cpu: float, memory: float, scalars: tuple[tuple[str, float], ...], pods: int) -> dict[str, str]:
+    return Resource(cpu, memory, dict(scalars), pods).to_natural()
+
+
+def _natural(r: Resource) -> dict[str, str]:
+    """``r.to_natural()``, remembered: queue totals repeat from session to session."""
+    return dict(_natural_of(r.milli_cpu, r.memory, tuple(r.scalars.items()), r.max_task_num))
 
 
 def allocated_tasks(job: JobInfo) -> list[TaskInfo]:

@@ -17,6 +17,7 @@ leaves it out, so queue and cluster totals hold the same dimensions as Volcano's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -33,6 +34,19 @@ PODS = "pods"
 
 def occupies_node(task: TaskInfo) -> bool:
     return bool(task.node_name) and task.status not in _NOT_ON_NODE
+
+
+def required_affinity_terms(task: TaskInfo, kind: str) -> list[Mapping[str, Any]]:
+    """The pod's required ``podAffinity`` or ``podAntiAffinity`` terms (``kind``)."""
+    affinity = task.pod.affinity.get(kind) if isinstance(task.pod.affinity, Mapping) else None
+    if not isinstance(affinity, Mapping):
+        return []
+    terms = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+    return [t for t in terms if isinstance(t, Mapping)]
+
+
+def _holds_anti_affinity(task: TaskInfo | None) -> int:
+    return 1 if task is not None and required_affinity_terms(task, "podAntiAffinity") else 0
 
 
 class NodeTable:
@@ -65,6 +79,9 @@ class NodeTable:
         self.max_pods = np.array([node.allocatable.max_task_num for node in self.nodes], dtype=np.int64)
         self.tasks: list[dict[str, TaskInfo]] = [{} for _ in range(n)]
         self._own_rows: set[int] = set(range(n))  # rows of ``tasks`` no copy shares
+        # Placed pods with required anti-affinity (they constrain every newcomer): a running
+        # count, so a session learns "none" without a pass over every placed pod.
+        self.anti_affinity_pods = 0
         # Rows changed so far, in order: per-row caches catch up from their last position.
         self.change_log: list[int] = []
         self._row_caches: dict[object, list] = {}
@@ -77,7 +94,10 @@ class NodeTable:
         and ``shared`` are shared (nothing changes them). Per-node task maps are copied when
         either table first changes a row (copy on write), so a copy costs O(nodes) pointers."""
         new = NodeTable.__new__(NodeTable)
-        for name in ("nodes", "names", "index", "dims", "pods_col", "dim_index", "allocatable", "max_pods", "shared"):
+        for name in (
+            "nodes", "names", "index", "dims", "pods_col", "dim_index", "allocatable", "max_pods", "shared",
+            "anti_affinity_pods",
+        ):
             setattr(new, name, getattr(self, name))
         for name in ("used", "releasing", "pipelined", "idle", "future_idle", "pod_count"):
             setattr(new, name, getattr(self, name).copy())
@@ -208,7 +228,10 @@ class NodeTable:
         else:
             self.used[i] += vec
         self.pod_count[i] += 1
-        self._row(i)[task.uid] = task
+        row = self._row(i)
+        before = row.get(task.uid)
+        row[task.uid] = task
+        self.anti_affinity_pods += _holds_anti_affinity(task) - _holds_anti_affinity(before)
         self._refresh(i)
 
     def remove_task(self, i: int, task: TaskInfo) -> None:
@@ -222,8 +245,10 @@ class NodeTable:
         else:
             self.used[i] -= vec
         self.pod_count[i] -= 1
-        self._row(i).pop(task.uid, None)
+        self.anti_affinity_pods -= _holds_anti_affinity(self._row(i).pop(task.uid, None))
         self._refresh(i)
 
     def totals(self) -> Resource:
-        return self.resource(self.allocatable.sum(axis=0)) if len(self) else Resource()
+        """The nodes' allocatable summed (a fresh Resource: callers may change it)."""
+        total = self.memo("totals", lambda: self.resource(self.allocatable.sum(axis=0)) if len(self) else Resource())
+        return total.clone()

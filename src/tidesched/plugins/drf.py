@@ -37,10 +37,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from tidesched.framework.plugin import PERMIT, EventHandler, Plugin, register_plugin
-from tidesched.model.resource import Resource, share as _share
+from tidesched.model.resource import CPU, MEMORY, Resource, share as _share
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -76,6 +76,36 @@ def dominant_share(allocated: Resource, total: Resource, names: list[str]) -> tu
             best = s
             dominant = name
     return dominant, best
+
+
+def dominant_share_fn(total: Resource, names: list[str]) -> "Callable[[Resource], tuple[str, float]]":
+    """``dominant_share`` against a fixed ``total``, with the total's amounts read once: it
+    runs for every job at every session open."""
+    cols = [(name, total.get(name)) for name in names]
+
+    def dominant(allocated: Resource) -> tuple[str, float]:
+        best = 0.0
+        dominant = ""
+        scalars = allocated.scalars
+        for name, tot in cols:
+            if name == CPU:
+                a = allocated.milli_cpu
+            elif name == MEMORY:
+                a = allocated.memory
+            elif name in scalars:
+                a = scalars[name]
+            else:
+                a = allocated.get(name)  # pods reads max_task_num; a missing scalar is 0
+            if tot == 0:
+                s = 0.0 if a == 0 else 1.0
+            else:
+                s = a / tot
+            if s > best:
+                best = s
+                dominant = name
+        return dominant, best
+
+    return dominant
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,18 +208,19 @@ class DrfPlugin(Plugin):
                           f"drf: hierarchical DRF disabled for this session: {exc}")
                 return
 
+        dominant = dominant_share_fn(total, names)
         attrs: dict[str, DrfAttr] = {}
         for job in ssn.jobs.values():
             attr = DrfAttr(job.allocated.clone())
-            attr.dominant, attr.share = dominant_share(attr.allocated, total, names)
+            attr.dominant, attr.share = dominant(attr.allocated)
             attrs[job.uid] = attr
         self.attrs = attrs
 
         def share_of(res: Resource) -> float:
-            return dominant_share(res, total, names)[1]
+            return dominant(res)[1]
 
         def update(attr: DrfAttr) -> None:
-            attr.dominant, attr.share = dominant_share(attr.allocated, total, names)
+            attr.dominant, attr.share = dominant(attr.allocated)
 
         # -- job order --------------------------------------------------------------------
         def job_order(l: "JobInfo", r: "JobInfo") -> int:

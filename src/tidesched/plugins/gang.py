@@ -200,10 +200,7 @@ class GangPlugin(Plugin):
                 continue
             if not job.tasks:
                 continue  # a PodGroup whose pods do not exist yet has nothing to report
-            releasing_on_node = sum(
-                1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node_name
-            )
-            if not job.is_ready() and job.ready_task_num() + releasing_on_node < job.min_available:
+            if not job.is_ready() and job.ready_task_num() + _releasing_on_node(job) < job.min_available:
                 schedulable = job.ready_task_num()
                 unready = job.min_available - schedulable
                 msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {ssn.job_fit_error(job)}"
@@ -226,6 +223,12 @@ class GangPlugin(Plugin):
             if t.status == TaskStatus.PENDING:
                 job.fit_errors[t.uid] = msg
                 ssn.pod_condition_reasons[t.key] = GANG_TIMEOUT
+
+
+def _releasing_on_node(job: "JobInfo") -> int:
+    if not job.status_count[TaskStatus.RELEASING]:
+        return 0  # the common case, without a pass over the job's tasks
+    return sum(1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node_name)
 
 
 def _set_condition(job: "JobInfo", type_: str, transition: str, reason: str, message: str) -> None:

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 from tidesched.framework.plugin import PERMIT, REJECT, Plugin, register_plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import Resource
-from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase
+from tidesched.model.status import PodGroupPhase
+from tidesched.plugins.proportion import allocated_task_num
 
 if TYPE_CHECKING:
     from tidesched.framework.config import Arguments
@@ -104,8 +105,7 @@ class OvercommitPlugin(Plugin):
             elif phase == PodGroupPhase.RUNNING:
                 # A running job whose gang is placed keeps what it still may need; the
                 # minMember test stops a finished driver's share from being reserved again.
-                allocated = sum(job.status_count[s] for s in ALLOCATED_STATUSES)
-                if allocated >= job.min_available:
+                if allocated_task_num(job) >= job.min_available:
                     inqueue.add(unallocated_min(job))
 
         def job_enqueueable(job: "JobInfo") -> int:

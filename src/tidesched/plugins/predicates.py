@@ -40,6 +40,7 @@ from tidesched.k8s.node_index import NodeLabelIndex
 from tidesched.k8s.selectors import SelectorError, compile_label_selector, affinity_term_namespaces
 from tidesched.k8s.taints import TaintIndex, tolerates_unschedulable
 from tidesched.k8s.topology_spread import spread_filter
+from tidesched.model.node_table import required_affinity_terms
 from tidesched.model.objects import HostPort
 from tidesched.model.status import TaskStatus
 from tidesched.plugins.topology_spread import spread_inputs
@@ -98,12 +99,7 @@ def template_key(task: "TaskInfo") -> str:
     return key
 
 
-def _pod_affinity(task: "TaskInfo", kind: str) -> list[Mapping[str, Any]]:
-    affinity = task.pod.affinity.get(kind) if isinstance(task.pod.affinity, Mapping) else None
-    if not isinstance(affinity, Mapping):
-        return []
-    terms = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or []
-    return [t for t in terms if isinstance(t, Mapping)]
+_pod_affinity = required_affinity_terms
 
 
 def _ports_conflict(a: HostPort, b: HostPort) -> bool:
@@ -163,9 +159,7 @@ class PredicatesPlugin(Plugin):
             self._evicted_per_row[row] += 1
 
     def _find_anti_holders(self) -> bool:
-        return any(
-            _pod_affinity(t, "podAntiAffinity") for row in self.ssn.table.tasks for t in row.values()
-        )
+        return self.ssn.table.anti_affinity_pods > 0
 
     # -- static ---------------------------------------------------------------------------
 

@@ -106,9 +106,12 @@ def reserved_for(job: "JobInfo") -> Resource:
     return out
 
 
+_ALLOCATED = tuple(ALLOCATED_STATUSES)
+
+
 def allocated_task_num(job: "JobInfo") -> int:
     c = job.status_count
-    return sum(c[s] for s in ALLOCATED_STATUSES)
+    return c[_ALLOCATED[0]] + c[_ALLOCATED[1]] + c[_ALLOCATED[2]] + c[_ALLOCATED[3]]
 
 
 def _amount(name: str, value: float) -> str:
@@ -161,24 +164,28 @@ class ProportionPlugin(Plugin):
 
         attrs: dict[str, QueueAttr] = {}
         self.attrs = attrs
+        no_min = Resource()
         for job in ssn.jobs.values():
             attr = attrs.get(job.queue)
             if attr is None:
                 attr = attrs[job.queue] = self._new_attr(ssn.queues[job.queue], total, total_guarantee)
-            attr.allocated.add(job.allocated)
-            attr.request.add(job.allocated)
-            for t in job.tasks.values():
-                if t.status == TaskStatus.PENDING:
-                    attr.request.add(t.resreq)
+            allocated = job.allocated
+            attr.allocated.add(allocated)
+            attr.request.add(allocated)
+            if job.status_count[TaskStatus.PENDING]:  # most jobs have nothing pending
+                for t in job.tasks.values():
+                    if t.status == TaskStatus.PENDING:
+                        attr.request.add(t.resreq)
             # Resources already promised to admitted jobs (phase as read from the cluster, less
             # a gang timed out at open).
             phase = job.phase
-            if job.min_resources is not None:
+            min_res = job.min_resources
+            if min_res is not None:
                 if phase == PodGroupPhase.INQUEUE:
                     attr.inqueue.add(reserved_for(job))
                 elif phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= job.min_available:
                     attr.inqueue.add(reserved_for(job))
-            attr.elastic.add(exceeded_part(job.allocated, job.get_min_resources()))
+            attr.elastic.add(allocated.exceeded_part(min_res if min_res is not None else no_min))
 
         water_fill(total, list(attrs.values()))
 

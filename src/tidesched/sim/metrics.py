@@ -195,6 +195,10 @@ class Accounting:
         self._quota_cache: dict[str, tuple[Mapping[str, Any], dict[str, float]]] = {}
         # PodGroups the scheduler still has to enqueue or to see running (phase Pending/Inqueue).
         self.waiting_podgroups: set[str] = set()
+        # Bumped whenever something ``step`` reads may have changed; ``step`` reuses its last
+        # cards and queues while it stands still (a session that only moved PodGroup phases).
+        self._version = 0
+        self._last_step: tuple[int, dict[str, Any], dict[str, Any]] | None = None
         world.listeners.append(self.on_change)
 
     def has_work(self) -> bool:
@@ -209,9 +213,12 @@ class Accounting:
         if kind == "Pod":
             self._update_pod(key)
         elif kind == "Node":
+            self._version += 1
             self._update_node(key)
             for pk in sorted(self.world.pods_by_node.get(key, ())):
                 self._update_pod(pk)
+        elif kind == "Queue":
+            self._version += 1  # names and quotas of the queues
         elif kind == "PodGroup":
             if new is not None and str(status(new).get("phase") or "Pending") in ("Pending", "Inqueue"):
                 self.waiting_podgroups.add(key)
@@ -296,9 +303,13 @@ class Accounting:
 
     def _update_pod(self, key: str) -> None:
         old = self.contrib.pop(key, None)
+        new = self._compute(key)
+        if new is not None and new == old:
+            self.contrib[key] = old  # e.g. its PodGroup changed phase: the totals stay
+            return
+        self._version += 1
         if old is not None:
             self._apply(old, -1)
-        new = self._compute(key)
         if new is not None:
             self.contrib[key] = new
             self._apply(new, +1)
@@ -347,6 +358,21 @@ class Accounting:
 
     def step(self, t: float) -> dict[str, Any]:
         """The metrics part of one result step (counts of evictions are added by the runner)."""
+        last = self._last_step
+        if last is not None and last[0] == self._version:
+            cards, queues = last[1], last[2]  # shared with the previous step; never changed
+        else:
+            cards, queues = self._cards_and_queues()
+            self._last_step = (self._version, cards, queues)
+        return {
+            "t": round(float(t), 6),
+            "cards": cards,
+            "queues": queues,
+            "pending_pods": int(self.pending),
+            "running_pods": int(self.running),
+        }
+
+    def _cards_and_queues(self) -> tuple[dict[str, Any], dict[str, Any]]:
         models = sorted(m for m in self.models_seen if self.capacity.get(m) or self.cards.get(m))
         cards = {
             m: {"capacity": _count(self.capacity.get(m, 0.0)), "allocated": _count(self.cards.get(m, 0.0))}
@@ -369,13 +395,7 @@ class Accounting:
                 "pending_pods": int(self.q_pending.get(q, 0)),
                 "running_pods": int(self.q_running.get(q, 0)),
             }
-        return {
-            "t": round(float(t), 6),
-            "cards": cards,
-            "queues": queues,
-            "pending_pods": int(self.pending),
-            "running_pods": int(self.running),
-        }
+        return cards, queues
 
 
 # --------------------------------------------------------------------------------------------

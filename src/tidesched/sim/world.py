@@ -541,9 +541,27 @@ def _cond_sig(c: Mapping[str, Any]) -> tuple[str, str, str, str]:
     return (str(c.get("type")), str(c.get("status")), str(c.get("reason") or ""), str(c.get("message") or ""))
 
 
+def _unchanged(existing: Any, new: list[dict[str, Any]]) -> bool:
+    """Every new condition already there with the same content (the common case: a running
+    gang's Scheduled condition restated each session), found without building the merge."""
+    if not existing or not isinstance(existing, list):
+        return False
+    for c in new:
+        t = str(c.get("type"))
+        old = None
+        for e in existing:
+            if isinstance(e, Mapping) and str(e.get("type")) == t:
+                old = e  # the last of a type wins, as in the merge's by-type map
+        if old is None or _cond_sig(old) != _cond_sig(c):
+            return False
+    return True
+
+
 def _merge_conditions(existing: Any, new: list[dict[str, Any]], now: float) -> list[dict[str, Any]] | None:
     """Existing conditions updated with the session's; None when nothing changed in content
     (the session's transition id alone is not a change)."""
+    if _unchanged(existing, new):
+        return None
     current = [c for c in (existing or []) if isinstance(c, Mapping)]
     by_type = {str(c.get("type")): c for c in current}
     changed = False
