@@ -172,6 +172,10 @@ def build_snapshot(
         # Objects from a world (not a file) have no source to name: messages start at the kind.
         source, obj = (item.source, item.obj) if isinstance(item, Manifest) else ("", item)
         at = f"{source}: " if source else ""
+        if not isinstance(obj, Mapping):  # a world hands over what it holds: report, never raise
+            shown = f"{type(obj).__name__} {obj!r}"[:80]
+            snap.problems.append(warning("Object", "", "", "InvalidObject", f"{at}expected a Kubernetes object (mapping), got {shown}"))
+            continue
         kind = obj.get("kind")
         ns, name = _object_name(obj)
         if not isinstance(kind, str):  # objects from a world, not the loader: report, never raise
