@@ -245,12 +245,22 @@ def check_cli(objs: Sequence[Any], tmp_dir: Any, runner: Any) -> int:
     file; never a traceback. The objects are written as JSON (any value survives)."""
     from tidesched.cli import app
 
+    from tidesched.model.loader import InputError, load_text
+
     path = tmp_dir / "fuzz.json"
-    path.write_text(json.dumps(list(objs), ensure_ascii=True, allow_nan=True), encoding="utf-8")
+    text = json.dumps(list(objs), ensure_ascii=True, allow_nan=True)
+    path.write_text(text, encoding="utf-8")
+    # What the command must say: exit 2 exactly when the file cannot be read, holds an unknown
+    # kind or an object the snapshot refuses.
+    try:
+        snap = build_snapshot(load_text(text, str(path)), scheduler_names=SCHEDULER_NAMES)
+        expected = 2 if snap.problems else 0
+    except (InputError, UnknownKindError):
+        expected = 2
     result = runner.invoke(app, ["schedule", str(path), "-o", "json"])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
-    assert result.exit_code in (0, 2), f"exit {result.exit_code}: {result.output[-2000:]}"
+    assert result.exit_code == expected, f"exit {result.exit_code}, expected {expected}: {result.output[-2000:]}"
     if result.exit_code == 2:
         text = result.output
         assert "error:" in text and str(path.name) in text, text[-2000:]
@@ -292,3 +302,23 @@ def check_cache(objs: Sequence[Any], config_name: str) -> None:
         assert p.message.startswith(prefix) and _FIELD.match(p.message[len(prefix):]), p.message
     ssn = open_session(snap, config(config_name), scheduler_names=SCHEDULER_NAMES, state=state)
     ssn.run()
+
+
+# -- scheduler configs --------------------------------------------------------------------------
+
+
+def check_config(text: str, objs: Sequence[Any]) -> bool:
+    """A config text is accepted or refused with a ConfigError naming the file (and, where a
+    field is at fault, its line and field); an accepted one runs a session over ``objs``.
+    Returns whether it was accepted."""
+    from tidesched.framework.config import ConfigError
+
+    try:
+        cfg = config_from_text(text, "fuzz.conf")
+    except ConfigError as exc:
+        assert str(exc).startswith("fuzz.conf"), f"config error does not name the file: {exc}"
+        assert "Traceback" not in str(exc)
+        return False
+    snap = build_snapshot(objs, scheduler_names=SCHEDULER_NAMES)
+    open_session(snap, cfg, scheduler_names=SCHEDULER_NAMES).run()
+    return True

@@ -96,10 +96,37 @@ def nasty_values() -> st.SearchStrategy[Any]:
     )
 
 
+_JSON_NUMBERS = st.one_of(
+    st.integers(0, 16), st.integers(), st.sampled_from([10**30, 10**400, 2**63, -1, 1.5, 2.0, 1e308]),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+_JSON_KEYS = st.one_of(
+    st.sampled_from(MODELS + ("NVIDIA-H200|NVIDIA-A100-80GB", "NVIDIA-H200|Ascend-910B", "", "|", "a||b", "unknown")),
+    st.text(max_size=12),
+)
+
+
+@st.composite
+def json_annotations(draw: Any) -> str:
+    """A card map as JSON with extreme or wrong-typed counts and odd names, sometimes cut short
+    or wrapped in a list."""
+    import json
+
+    value: Any = draw(st.dictionaries(_JSON_KEYS, st.one_of(_JSON_NUMBERS, nasty_values()), max_size=4))
+    if draw(st.integers(0, 5)) == 0:
+        value = [value]
+    text = json.dumps(value, allow_nan=True, default=str)
+    if draw(st.integers(0, 5)) == 0:
+        text = text[: draw(st.integers(0, len(text)))]
+    return text
+
+
 def nasty_annotation(key: str) -> st.SearchStrategy[Any]:
     """A bad value for annotation ``key``: malformed JSON, a wrong-typed value (a broken
     controller's object is not always a map of strings), or any text."""
     return st.one_of(
+        json_annotations(),
+        json_annotations(),
         st.sampled_from(NASTY_JSON),
         st.sampled_from(NASTY_SCALARS),
         st.text(max_size=40),
