@@ -322,3 +322,42 @@ def check_config(text: str, objs: Sequence[Any]) -> bool:
     snap = build_snapshot(objs, scheduler_names=SCHEDULER_NAMES)
     open_session(snap, cfg, scheduler_names=SCHEDULER_NAMES).run()
     return True
+
+
+# -- the simulator ------------------------------------------------------------------------------
+
+
+def check_simulate(objs: Sequence[Any], duration: float = 900.0) -> bool:
+    """``simulate`` over the objects as a manifest file: refused with a ScenarioError naming the
+    file (an unknown kind, a nameless object, a bad simulator annotation), or run for
+    ``duration`` simulated seconds with no invariant broken (REL-1 session crash, REL-2
+    over-commit, TIDE-6, TIDE-4) and every object the scheduler refuses reported as a Warning
+    event naming the file, the object and the field. Returns whether it ran."""
+    from tidesched.model.cache import ClusterCache
+    from tidesched.sim.runner import run
+    from tidesched.sim.scenario import ScenarioError, scenario_from_manifests
+
+    from tidesched.model.loader import InputError, load_text
+
+    try:  # as `simulate fuzz.json` reads it
+        ms = load_text(json.dumps(list(objs), allow_nan=True), "fuzz.json")
+        sc = scenario_from_manifests(ms, "fuzz", "fuzz.json")
+    except (InputError, ScenarioError) as exc:
+        assert re.match(r"^fuzz\.json\[\d+\]", str(exc)), f"scenario error does not name the file: {exc}"
+        return False
+    sc.duration = duration
+    sim = run(sc)
+    violations = sim.result["invariants"]["violations"]
+    assert not violations, violations[:3]
+    warned = [e["message"] for e in sim.result["events"] if e["type"] == "Warning"]
+    # Every object the scheduler refuses is named, with its file, in a Warning.
+    cache = ClusterCache(scheduler_names=SCHEDULER_NAMES)
+    for m in ms:
+        kind = m.obj.get("kind")
+        if kind in _KIND_KEYS:
+            _record, problem = cache.parse(kind, m.source, m.obj)
+            if problem is not None:
+                field_msg = problem.message.split(": ", 1)[1]
+                assert any(w.startswith(f"{m.source}: ") and w.endswith(field_msg) for w in warned), (
+                    f"no Warning names {m.source} ({field_msg})")
+    return True

@@ -54,3 +54,10 @@ def runner() -> CliRunner:
 def test_schedule_command_exits_0_or_2_with_a_message(case, runner, tmp_path_factory) -> None:
     objs, _what = case
     contract.check_cli(objs, tmp_path_factory.mktemp("fuzz"), runner)
+
+
+@settings(FUZZ, max_examples=25)
+@given(corrupted_clusters())
+def test_simulate_warns_about_bad_objects_and_keeps_its_invariants(case) -> None:
+    objs, _what = case
+    contract.check_simulate(objs)

@@ -80,6 +80,8 @@ def load_text(text: str, source: str) -> list[Manifest]:
                 # JSON Lines / one object per document: fall through to the YAML reader,
                 # which accepts a stream of JSON documents separated by '---'.
                 pass
+        except InputError:
+            raise
         except (RecursionError, ValueError) as exc:  # nested too deep; an integer too long
             raise InputError(f"{source}: invalid JSON: {exc}") from None
     try:

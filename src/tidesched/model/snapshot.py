@@ -42,6 +42,7 @@ _PARSERS = {
     "PriorityClass": parse_priority_class,
     "PodDisruptionBudget": parse_pdb,
 }
+PARSERS = _PARSERS  # kind -> parse function (raises ObjectError naming the field)
 # Namespaced kinds: their identity (duplicates) is ``namespace/name``.
 _NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"})
 # Kinds a scheduler snapshot does not use but that legitimately appear beside the ones it
