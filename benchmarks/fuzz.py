@@ -11,7 +11,9 @@ configs.py, the contract in tests/fuzz/contract.py) on ``--count`` generated inp
   the cache ``run`` and ``simulate`` feed (Warning events);
 * ``config``: a corrupted scheduler config (ConfigError naming the file, or a session runs);
 * ``cli``: every 25th input also through ``tidesched schedule`` (typer's CliRunner): exit 0,
-  or 2 with a message.
+  or 2 with a message;
+* ``simulate``: every 40th input also simulated for 15 minutes (a Warning event naming file,
+  object and field per refused object; no invariant broken).
 
 Prints the counts per outcome — accepted, rejected with a message, crash (an exception),
 broken contract (an over-commit or a message without its field) — and lists every crash and
@@ -44,6 +46,7 @@ from objects import clusters, corrupted_clusters  # noqa: E402
 
 ACCEPTED, REJECTED, CRASH, BROKEN = "accepted", "rejected-with-message", "crash", "broken-contract"
 CLI_EVERY = 25
+SIMULATE_EVERY = 40
 
 
 def check(case: dict[str, Any], tmp: Path, runner: Any) -> str:
@@ -57,6 +60,8 @@ def check(case: dict[str, Any], tmp: Path, runner: Any) -> str:
     contract.check_cache(objs, case["config"])
     if case.get("cli"):
         contract.check_cli(objs, tmp, runner)
+    if case.get("simulate"):
+        contract.check_simulate(objs)
     return REJECTED if snap.problems else ACCEPTED
 
 
@@ -120,6 +125,8 @@ def main() -> int:
         seen += 1
         if case["check"] == "objects" and seen % CLI_EVERY == 0:
             case = dict(case, cli=True)
+        if case["check"] == "objects" and seen % SIMULATE_EVERY == 0:
+            case = dict(case, simulate=True)
         try:
             outcome = check(case, tmp, runner)
         except AssertionError as exc:
@@ -131,7 +138,7 @@ def main() -> int:
             what = f"{type(exc).__name__}: {str(exc)[:120]} at {Path(where.filename).name}:{where.lineno}"
             failures.append((outcome, what, save(case, args.out, seen, "crash")))
         counts[outcome] += 1
-        per_check[case["check"] + ("+cli" if case.get("cli") else "")][outcome] += 1
+        per_check[case["check"] + ("+cli" if case.get("cli") else "") + ("+simulate" if case.get("simulate") else "")][outcome] += 1
         if seen % 500 == 0:
             print(f"  {seen} inputs, {time.monotonic() - started:.0f} s: {dict(counts)}", file=sys.stderr, flush=True)
 
