@@ -141,3 +141,18 @@ def test_session_over_a_cluster_with_every_bad_annotation_runs() -> None:
     assert not snap.problems
     d = open_session(snap, contract.config("capacity-card")).run()
     assert d.bound == {}  # every queue has no usable quota for the model: nothing may be bound
+
+
+@pytest.mark.parametrize("section", ["podAffinity", "podAntiAffinity", "nodeAffinity"])
+def test_affinity_term_lists_of_the_wrong_type_name_the_field(section: str) -> None:
+    p = pod("p", group="pg")
+    p["spec"]["affinity"] = {section: {"requiredDuringSchedulingIgnoredDuringExecution": -1}}
+    with pytest.raises(ObjectError, match=rf"^spec\.affinity\.{section}\.requiredDuringScheduling"):
+        parse_pod(p)
+    p["spec"]["affinity"] = {section: {"preferredDuringSchedulingIgnoredDuringExecution": [5]}}
+    with pytest.raises(ObjectError, match=rf"^spec\.affinity\.{section}\.preferredDuringScheduling\w+\[0\]"):
+        parse_pod(p)
+    # The session over the rest runs.
+    snap = build_snapshot([node("n1"), queue("default", weight=1), podgroup("pg"), p])
+    assert len(snap.problems) == 1
+    open_session(snap, contract.config("default")).run()

@@ -157,6 +157,26 @@ def _container_request(container: Mapping[str, Any], field_name: str) -> Resourc
     return _resources(requests, f"{field_name}.resources")
 
 
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def _affinity(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``spec.affinity`` with its shape checked (sections are mappings, term lists are lists of
+    mappings), so the predicates and scorers that walk it meet no wrong type. What a term
+    says (operators, values) is judged per pod at scheduling time, as before."""
+    affinity = _mapping(spec, "affinity", "spec.affinity")
+    node = _mapping(affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
+    required = _mapping(node, _REQUIRED, f"spec.affinity.nodeAffinity.{_REQUIRED}")
+    mappings(required, "nodeSelectorTerms", f"spec.affinity.nodeAffinity.{_REQUIRED}.nodeSelectorTerms")
+    mappings(node, _PREFERRED, f"spec.affinity.nodeAffinity.{_PREFERRED}")
+    for kind in ("podAffinity", "podAntiAffinity"):
+        section = _mapping(affinity, kind, f"spec.affinity.{kind}")
+        mappings(section, _REQUIRED, f"spec.affinity.{kind}.{_REQUIRED}")
+        mappings(section, _PREFERRED, f"spec.affinity.{kind}.{_PREFERRED}")
+    return affinity
+
+
 def pod_task_status(phase: str, node_name: str, deleting: bool) -> TaskStatus:
     """Volcano getTaskStatus: the scheduler's view of a pod."""
     if phase == "Running":
@@ -230,7 +250,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         resreq=resreq,
         init_resreq=init_resreq,
         node_selector=_str_map(spec, "nodeSelector", "spec.nodeSelector"),
-        affinity=_mapping(spec, "affinity", "spec.affinity"),
+        affinity=_affinity(spec),
         tolerations=tuple(tolerations),
         host_ports=tuple(host_ports),
         start_time=parse_time(status.get("startTime"), "status.startTime"),
