@@ -15,6 +15,9 @@ configs.py, the contract in tests/fuzz/contract.py) on ``--count`` generated inp
 * ``simulate``: every 40th input also simulated for 15 minutes (a Warning event naming file,
   object and field per refused object; no invariant broken).
 
+``--sweep`` instead mutates one field at a time of a cluster that uses every field read
+(tests/fuzz/objects.py ``rich_cluster``), with every bad value: about 59,000 inputs.
+
 Prints the counts per outcome — accepted, rejected with a message, crash (an exception),
 broken contract (an over-commit or a message without its field) — and lists every crash and
 broken contract with the file that reproduces it (``--replay`` runs that file again and shows
@@ -42,7 +45,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import contract  # noqa: E402
 from configs import corrupted_configs  # noqa: E402
-from objects import clusters, corrupted_clusters  # noqa: E402
+from objects import SWEEP_VALUES, apply_sweep_case, clusters, corrupted_clusters, sweep_cases  # noqa: E402
 
 ACCEPTED, REJECTED, CRASH, BROKEN = "accepted", "rejected-with-message", "crash", "broken-contract"
 CLI_EVERY = 25
@@ -96,15 +99,54 @@ def replay(path: Path) -> int:
     return 0
 
 
+def sweep(out: Path, limit: int | None) -> int:
+    """Every field of rich_cluster() deleted or replaced by every bad value, one at a time; the
+    configs take turns."""
+    import itertools
+
+    counts: collections.Counter[str] = collections.Counter()
+    failures: list[tuple[str, str, Path]] = []
+    configs = sorted(contract.CONFIGS)
+    cases_ = sweep_cases()
+    started = time.monotonic()
+    for n, case in enumerate(itertools.islice(cases_, limit), 1):
+        objs = apply_sweep_case(case)
+        entry = {"check": "objects", "objects": objs, "config": configs[n % len(configs)],
+                 "mutations": [f"objs[{case[0]}]{list(case[1])} = {SWEEP_VALUES[case[2]]!r}"[:300]]}
+        try:
+            outcome = check(entry, out, None)
+        except AssertionError as exc:
+            outcome = BROKEN
+            failures.append((outcome, f"{exc}".splitlines()[0][:200], save(entry, out, n, "broken")))
+        except Exception as exc:  # noqa: BLE001
+            outcome = CRASH
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            failures.append((outcome, f"{type(exc).__name__}: {str(exc)[:120]} at {Path(where.filename).name}:{where.lineno}",
+                             save(entry, out, n, "crash")))
+        counts[outcome] += 1
+        if n % 5000 == 0:
+            print(f"  {n} of {len(cases_)}, {time.monotonic() - started:.0f} s: {dict(counts)}", file=sys.stderr, flush=True)
+    print(f"sweep: {sum(counts.values())} single mutations in {time.monotonic() - started:.0f} s")
+    for outcome in (ACCEPTED, REJECTED, CRASH, BROKEN):
+        print(f"  {outcome:24} {counts[outcome]:7d}")
+    for outcome, what, path in failures:
+        print(f"{outcome}: {what}\n  reproduce: .venv/bin/python benchmarks/fuzz.py --replay {path}")
+    return 1 if failures else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=10_000, help="inputs to generate (default 10000)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the generator")
     ap.add_argument("--out", type=Path, default=Path("fuzz-crashes"), help="where reproducers are written")
     ap.add_argument("--replay", type=Path, help="run one saved case again, with its traceback")
+    ap.add_argument("--sweep", action="store_true",
+                    help="instead: every single mutation of tests/fuzz/objects.py rich_cluster() (about 59,000)")
     args = ap.parse_args()
     if args.replay is not None:
         return replay(args.replay)
+    if args.sweep:
+        return sweep(args.out, args.count if args.count != 10_000 else None)
 
     from typer.testing import CliRunner
 

@@ -457,3 +457,100 @@ def corrupted(draw: Any, objs: list[dict[str, Any]], max_mutations: int = 6) -> 
 
 def corrupted_clusters(workloads: bool = True) -> st.SearchStrategy[tuple[list[Any], list[str]]]:
     return clusters(workloads=workloads).flatmap(corrupted)
+
+
+# -- a systematic sweep -----------------------------------------------------------------------
+
+
+def rich_cluster() -> list[dict[str, Any]]:
+    """One valid cluster that uses every field the scheduler reads: card nodes with MIG and MPS
+    labels, taints, hierarchical queues with card quotas, a gang with card requests and task
+    roles, every kind of affinity, tolerations, host ports, a PriorityClass, a PDB."""
+    import json
+
+    gpu = {"kind": "Node", "metadata": {"name": "g1", "labels": {
+        "nvidia.com/gpu.product": "NVIDIA-H200", "nvidia.com/gpu.memory": "81920", "nvidia.com/gpu.count": "8",
+        "nvidia.com/gpu.replicas": "2", "zone": "a"}},
+        "spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]},
+        "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "7",
+                                   "nvidia.com/mig-1g.10gb": "7", "nvidia.com/gpu.shared": "2"},
+                   "conditions": [{"type": "Ready", "status": "True"}]}}
+    cpu = {"kind": "Node", "metadata": {"name": "c1", "labels": {"zone": "b"}},
+           "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "20"}}}
+    root = {"kind": "Queue", "metadata": {"name": "root"}, "spec": {"weight": 1, "capability": {"cpu": "100", "memory": "1Ti"}}}
+    default = {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1, "reclaimable": True}}
+    q1 = {"kind": "Queue", "metadata": {"name": "q1", "annotations": {
+        CARD_QUOTA: json.dumps({"NVIDIA-H200": 4}), HIERARCHY: "root/q1", HIERARCHY_WEIGHTS: "1/2"}},
+        "spec": {"weight": 2, "parent": "root", "reclaimable": True, "priority": 3,
+                 "capability": {"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "4"},
+                 "deserved": {"cpu": "8"}, "guarantee": {"resource": {"cpu": "1"}}},
+        "status": {"state": "Open"}}
+    pc = {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000, "globalDefault": False}
+    pg = {"kind": "PodGroup", "metadata": {"name": "pg", "namespace": "ns", "annotations": {
+        CARD_REQUEST: json.dumps({"NVIDIA-H200": 2}), SERVICE_TYPE: "training", PREEMPTABLE: "true"}},
+        "spec": {"minMember": 2, "queue": "q1", "priorityClassName": "high", "minTaskMember": {"worker": 1},
+                 "minResources": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "2"}},
+        "status": {"phase": "Inqueue", "conditions": [{"type": "Scheduled", "status": "True"}]}}
+
+    def card_pod(name: str, port: int, node: str = "") -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "schedulerName": "volcano", "priorityClassName": "high",
+            "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+                                                          "limits": {"nvidia.com/gpu": "1"}},
+                            "ports": [{"containerPort": 80, "hostPort": port, "protocol": "TCP", "hostIP": "0.0.0.0"}]}],
+            "initContainers": [{"name": "init", "resources": {"requests": {"cpu": "2"}}}],
+            "overhead": {"cpu": "10m"},
+            "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule", "tolerationSeconds": 5}],
+            "nodeSelector": {"zone": "a"},
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}],
+                         "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["g1"]}]}]},
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}}]},
+                "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 3, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "train"}}, "topologyKey": "zone"}}]},
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]},
+                     "topologyKey": "kubernetes.io/hostname", "namespaces": ["ns"]}]}},
+        }
+        if node:
+            spec["nodeName"] = node
+        return {"kind": "Pod", "metadata": {
+            "name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": {"app": "train"},
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "annotations": {GROUP_NAME: "pg", CARD_NAME: "NVIDIA-H200", TASK_SPEC: "worker", TASK_PRIORITY: "5"},
+            "ownerReferences": [{"kind": "Job", "name": "job", "uid": "uid-job"}]},
+            "spec": spec, "status": {"phase": "Running" if node else "Pending", "startTime": "2026-01-01T00:00:01Z"}}
+
+    bare = {"kind": "Pod", "metadata": {"name": "web", "namespace": "ns", "labels": {"app": "web"},
+                                        "annotations": {QUEUE_NAME: "default", PREEMPTABLE: "false"}},
+            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]},
+            "status": {"phase": "Pending"}}
+    pdb = {"kind": "PodDisruptionBudget", "metadata": {"name": "pdb", "namespace": "ns"},
+           "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "train"},
+                                                    "matchExpressions": [{"key": "app", "operator": "In", "values": ["train"]}]}},
+           "status": {"disruptionsAllowed": 1, "disruptedPods": {"x": "2026-01-01T00:00:00Z"}}}
+    return [gpu, cpu, root, default, q1, pc, pg, card_pod("w0", 8080, "g1"), card_pod("w1", 8081), card_pod("w2", 8082), bare, pdb]
+
+
+SWEEP_VALUES: tuple[Any, ...] = ("<delete>",) + NASTY_SCALARS + NASTY_QUANTITIES + NASTY_JSON
+
+
+def sweep_cases(objs: list[dict[str, Any]] | None = None) -> list[tuple[int, tuple[Any, ...], int]]:
+    """Every single mutation of ``objs`` (default: rich_cluster()): (object index, path, index
+    into SWEEP_VALUES, 0 meaning delete)."""
+    objs = rich_cluster() if objs is None else objs
+    return [(i, path, v) for i, obj in enumerate(objs) for path in _paths(obj) for v in range(len(SWEEP_VALUES))]
+
+
+def apply_sweep_case(case: tuple[int, tuple[Any, ...], int], objs: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    objs = copy.deepcopy(rich_cluster() if objs is None else objs)
+    i, path, v = case
+    parent = _parent(objs[i], path)
+    if v == 0:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = SWEEP_VALUES[v]
+    return objs

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import contract
-from objects import clusters, corrupted_clusters
+from objects import apply_sweep_case, clusters, corrupted_clusters, sweep_cases
 
 # A few hundred examples per test; deadline off (a shared CI machine), no shrinking database.
 FUZZ = settings(max_examples=200, deadline=None, database=None,
@@ -61,3 +61,17 @@ def test_schedule_command_exits_0_or_2_with_a_message(case, runner, tmp_path_fac
 def test_simulate_warns_about_bad_objects_and_keeps_its_invariants(case) -> None:
     objs, _what = case
     contract.check_simulate(objs)
+
+
+_SWEEP = sweep_cases()
+
+
+@settings(FUZZ, max_examples=200)
+@given(st.sampled_from(_SWEEP), st.sampled_from(sorted(contract.CONFIGS)))
+def test_single_mutations_of_a_cluster_that_uses_every_field(case, config_name) -> None:
+    """A sample of the systematic sweep (every field of rich_cluster() deleted or replaced by
+    every bad value; ``benchmarks/fuzz.py --sweep`` runs all of it)."""
+    objs = apply_sweep_case(case)
+    snap = contract.check_snapshot(objs)
+    assert snap is not None
+    contract.check_session(snap, config_name)
