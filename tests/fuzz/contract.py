@@ -67,6 +67,15 @@ tiers:
   - name: nodeorder
   - name: binpack
 """,
+    "capacity-hierarchy": f"""\
+actions: "enqueue, allocate, reclaim, backfill"
+tiers:
+{_PLUGINS_T1}- plugins:
+  - name: predicates
+  - name: capacity
+    enableHierarchy: true
+  - name: nodeorder
+""",
     "capacity-card": f"""\
 actions: "enqueue, allocate, reclaim, preempt, backfill"
 tiers:
@@ -189,9 +198,10 @@ def check_session(snap: ClusterSnapshot, config_name: str) -> Any:
         if q is not None:
             bound_queues.setdefault(q, []).append(pk)
 
-    if config_name in ("default", "capacity"):
+    if config_name in ("default", "capacity", "capacity-hierarchy"):
         # Queue capability: allocated tasks of the queue plus the binds, in the dimensions the
-        # binds request and the capability sets (flat queues: no hierarchy configured).
+        # binds request and the capability sets (with a hierarchy, a queue's own usage is
+        # bounded by its own capability too; a parent's subtree is not checked here).
         for q, new in sorted(bound_queues.items()):
             cap = queues[q].capability
             if not queues[q].capability_set:
