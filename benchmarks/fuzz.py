@@ -137,7 +137,7 @@ def sweep(out: Path, limit: int | None) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--count", type=int, default=10_000, help="inputs to generate (default 10000)")
+    ap.add_argument("--count", type=int, default=None, help="inputs to generate (default 10000; --sweep: all)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the generator")
     ap.add_argument("--out", type=Path, default=Path("fuzz-crashes"), help="where reproducers are written")
     ap.add_argument("--replay", type=Path, help="run one saved case again, with its traceback")
@@ -148,7 +148,9 @@ def main() -> int:
     if args.replay is not None:
         return replay(args.replay)
     if args.sweep:
-        return sweep(args.out, args.count if args.count != 10_000 else None)
+        return sweep(args.out, args.count)
+    if args.count is None:
+        args.count = 10_000
 
     from typer.testing import CliRunner
 
