@@ -43,11 +43,19 @@ def validate_arguments(config: SchedulerConfig) -> SchedulerConfig:
     plugins = load_plugins()
     for tier in config.tiers:
         for opt in tier.plugins:
-            plugins[opt.name].validate_arguments(opt.args)
+            args = opt.args
+            try:
+                plugins[opt.name].validate_arguments(args)
+            except Exception as exc:  # noqa: BLE001 - REL-1: a message with file and field, no traceback
+                raise args.locate(exc) from None
     for name in config.actions:
         check = ARGUMENT_CHECKS.get(name)
         if check is not None:
-            check(config.action_arguments(name))
+            args = config.action_arguments(name)
+            try:
+                check(args)
+            except Exception as exc:  # noqa: BLE001
+                raise args.locate(exc) from None
     return config
 
 

@@ -243,6 +243,22 @@ class Arguments(Mapping[str, Any]):
     def owner(self) -> str:
         return self._owner
 
+    def locate(self, exc: Exception) -> ConfigError:
+        """``exc`` from reading these arguments, placed at their file, line and field: a
+        plugin's own check may raise a ConfigError without a location (or, by mistake, any
+        exception); the operator still gets one message naming where to look."""
+        if isinstance(exc, ConfigError):
+            if exc.source is not None or self._origin is None:
+                return exc
+            reason, sub = exc.reason, exc.field or ""
+        else:
+            reason, sub = f"{self._owner}: invalid arguments: {type(exc).__name__}: {exc}", ""
+        if self._origin is None:
+            return ConfigError(reason, field=sub or None)
+        key = sub[len("arguments["):].split("]", 1)[0].strip("'\"") if sub.startswith("arguments[") else ""
+        field = self._origin.path + (sub[len("arguments"):] if sub.startswith("arguments") else (f".{sub}" if sub else ""))
+        return ConfigError(reason, source=self._origin.source, line=self._lines.get(key, self._origin.line), field=field)
+
     def _bad(self, key: str, expected: str, value: Any, hint: str = "") -> ConfigError:
         reason = f"{self._owner}: expected {expected}, got {_describe(value)}{hint}"
         if self._origin is None:

@@ -20,6 +20,7 @@ from tidesched.framework.config import ConfigError, SchedulerConfig
 from tidesched.framework.session import Session
 from tidesched.kube.api import Kube, connect
 from tidesched.kube.runner import Runner, RunOptions, parse_duration
+from tidesched.kube.server import ListenError
 from tidesched.kube.store import list_once
 from tidesched.kube.usage import QuotaReport, report
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
@@ -176,7 +177,11 @@ def run_main(argv: Sequence[str]) -> int:
 
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
-    return runner.run()
+    try:
+        return runner.run()
+    except ListenError as exc:  # --listen-address / --healthz-address unusable: say so, exit 2
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 # -- live reads for `quota` and `explain` --------------------------------------------------

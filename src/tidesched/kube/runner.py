@@ -33,7 +33,7 @@ from tidesched.kube.api import Kube, TokenBucket, connect
 from tidesched.kube.binder import Binder
 from tidesched.kube.evictor import Evictor
 from tidesched.kube.leader import LeaderElector
-from tidesched.kube.server import HttpServer, Metrics, routes_for
+from tidesched.kube.server import HttpServer, ListenError, Metrics, routes_for
 from tidesched.kube.status import EventRecorder, StatusBatch, StatusWriter
 from tidesched.kube.store import ClusterStore, Informer, start_informers
 from tidesched.model.cache import ClusterCache
@@ -211,6 +211,20 @@ class Runner:
             return
         self._started = True
         o = self.options
+        # Listen first: an address that cannot be used (ListenError) stops the start before any
+        # thread runs.
+        routes = routes_for(self.metrics, healthy=self.healthy, ready=self.ready, report=lambda: self.report)
+        routes.update(webview.routes(self.view))
+        try:
+            if o.enable_metrics:
+                self.servers.append(HttpServer(o.listen_address, routes))
+            if o.enable_healthz and not (o.enable_metrics and o.healthz_address == o.listen_address):
+                self.servers.append(HttpServer(o.healthz_address, routes))
+        except ListenError:
+            for srv in self.servers:
+                srv.close()
+            self.servers.clear()
+            raise
         self._saved_switch_interval = sys.getswitchinterval()
         if o.switch_interval:
             sys.setswitchinterval(o.switch_interval)
@@ -223,12 +237,6 @@ class Runner:
             on_event=self.metrics.informer_event,
             **o.informer_options,
         )
-        routes = routes_for(self.metrics, healthy=self.healthy, ready=self.ready, report=lambda: self.report)
-        routes.update(webview.routes(self.view))
-        if o.enable_metrics:
-            self.servers.append(HttpServer(o.listen_address, routes))
-        if o.enable_healthz and not (o.enable_metrics and o.healthz_address == o.listen_address):
-            self.servers.append(HttpServer(o.healthz_address, routes))
         for s in self.servers:
             s.start()
         if self.elector is not None:

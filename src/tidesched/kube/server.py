@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
@@ -144,21 +145,42 @@ class _ReportCollector:
 Route = Callable[[], tuple[int, str, bytes]]
 
 
+class ListenError(ValueError):
+    """A listen address that cannot be used; the message names the address."""
+
+
 def parse_address(address: str) -> tuple[str, int]:
-    """``:8080`` → all interfaces; ``127.0.0.1:0`` → an ephemeral port."""
-    host, _, port = address.rpartition(":")
+    """``:8080`` → all interfaces (as Go's net.Listen); ``127.0.0.1:0`` → an ephemeral port on
+    loopback only; ``[::1]:8080`` → IPv6 loopback."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isascii() or not port.isdigit() or int(port) > 65535:
+        raise ListenError(f"listen address {address!r}: expected HOST:PORT or :PORT")
     return (host.strip("[]") or "0.0.0.0", int(port))
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+# Methods a read-only endpoint answers; every other one gets 405 (RFC 9110: with Allow).
+READ_METHODS = ("GET", "HEAD")
+
+
 class HttpServer:
-    """A tiny threaded HTTP server for a fixed set of GET routes."""
+    """A tiny threaded HTTP server for a fixed set of read-only routes: GET and HEAD are
+    answered, every other method is refused with 405. It listens on exactly the address given
+    (a host of "" or 0.0.0.0 means every interface, as the vc-scheduler flags)."""
 
     def __init__(self, address: str, routes: dict[str, Route]) -> None:
         self.routes = routes
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - stdlib name
+            def _answer(self, with_body: bool) -> None:
                 route = outer.routes.get(self.path.split("?", 1)[0])
                 try:
                     code, ctype, body = route() if route else (404, "text/plain", b"not found\n")
@@ -169,13 +191,43 @@ class HttpServer:
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                if with_body:
+                    self.wfile.write(body)
+
+            def do_GET(self) -> None:  # noqa: N802 - stdlib name
+                self._answer(True)
+
+            def do_HEAD(self) -> None:  # noqa: N802
+                self._answer(False)
+
+            def _refuse(self) -> None:
+                # Nothing here changes state: any other method is refused, its body unread.
+                body = f"method {self.command} not allowed: this endpoint is read-only\n".encode()
+                self.close_connection = True
+                self.send_response(405)
+                self.send_header("Allow", ", ".join(READ_METHODS))
+                self.send_header("Content-Type", "text/plain; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
                 self.wfile.write(body)
+
+            def __getattr__(self, name: str) -> Any:
+                # The stdlib looks up do_<METHOD> and answers 501 when it is missing; every
+                # method but GET and HEAD (POST, PUT, DELETE, PATCH, made-up ones) is a 405.
+                if name.startswith("do_"):
+                    return self._refuse
+                raise AttributeError(name)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-        self.httpd = ThreadingHTTPServer(parse_address(address), Handler)
-        self.httpd.daemon_threads = True
+        host, port = parse_address(address)
+        server_class = _Server6 if ":" in host else _Server
+        try:
+            self.httpd = server_class((host, port), Handler)
+        except (OSError, OverflowError) as exc:
+            raise ListenError(f"cannot listen on {address!r}: {exc}") from None
         self._thread = threading.Thread(
             target=self.httpd.serve_forever, args=(0.1,), name=f"http-{address}", daemon=True
         )
@@ -184,11 +236,21 @@ class HttpServer:
     def port(self) -> int:
         return int(self.httpd.server_address[1])
 
+    @property
+    def bound_address(self) -> tuple[str, int]:
+        """The host and port the socket is bound to."""
+        host, port = self.httpd.socket.getsockname()[:2]
+        return str(host), int(port)
+
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
         self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def close(self) -> None:
+        """Release the socket of a server that was never started."""
         self.httpd.server_close()
 
 

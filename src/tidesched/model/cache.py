@@ -356,6 +356,10 @@ class ClusterCache:
             problems=[self._problems[k] for k in sorted(self._problems)],
         )
 
+    def problems(self) -> list[Event]:
+        """Warning events of the malformed objects held now (every session reports them too)."""
+        return [self._problems[k] for k in sorted(self._problems)]
+
     def open(self) -> tuple[ClusterSnapshot, SessionState]:
         """The snapshot and the state for one session. The infos are lent: the session may
         change them, and the next change or open puts them back."""

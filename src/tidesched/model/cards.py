@@ -37,11 +37,13 @@ Amounts are in Volcano's internal milli-units (5 cards = 5000, OBJ-1).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+
+from tidesched.model.fields import shown, parse_count, parse_json
+from tidesched.model.problems import ObjectError
 
 CARD_NAME_ANNOTATION = "volcano.sh/card.name"
 CARD_REQUEST_ANNOTATION = "volcano.sh/card.request"
@@ -491,22 +493,24 @@ def pod_card_request(
 # Job requests (CARD-5) and queue quotas (CARD-2)
 
 
+# A card count above this is a typo, not a cluster (and would lose precision as milli-units).
+MAX_CARD_COUNT = 2**31 - 1
+
+
 def _count_value(value: object) -> float | None:
-    """A JSON count → milli-units, or None when it is not a non-negative integer."""
-    if isinstance(value, bool):
+    """A JSON count → milli-units, or None when it is not a non-negative integer (up to
+    MAX_CARD_COUNT), through the one integer reader (model.fields)."""
+    try:
+        return parse_count(value, "count", bounds=(0, MAX_CARD_COUNT)) * MILLI
+    except ObjectError:
         return None
-    if isinstance(value, int):
-        return float(value) * MILLI if value >= 0 else None
-    if isinstance(value, float) and math.isfinite(value) and value >= 0 and value == int(value):
-        return value * MILLI
-    return None
 
 
 def _load_object(raw: str, what: str) -> tuple[dict | None, str]:
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, TypeError, ValueError) as exc:
-        return None, f"{what} is not valid JSON ({getattr(exc, 'msg', exc)})"
+        data = parse_json(raw, what)
+    except ObjectError as exc:
+        return None, f"{what} is not valid JSON ({str(exc).removeprefix(what + ': invalid JSON: ')})"
     if not isinstance(data, dict):
         return None, f"{what} must be a JSON object of card name to count, got {type(data).__name__}"
     return data, ""
@@ -549,7 +553,7 @@ def parse_card_request(raw: str | None, catalog: CardCatalog) -> JobCardRequest:
         count = _count_value(value)
         names, bad = split_card_names(name)
         if bad or count is None:
-            reason = bad or f"count {value!r} for {name!r} is not a non-negative integer"
+            reason = bad or f"count {shown(value)} for {shown(name)} is not a non-negative integer"
             return JobCardRequest(problems=(f"{what}: {reason}; annotation ignored",))
         label = group_label(names)
         models, _resources, error, warns = resolve_alternatives(names, catalog)
@@ -581,7 +585,7 @@ def parse_card_quota(raw: str | None) -> tuple[dict[str, float], list[str]]:
             continue
         if count is None:
             problems.append(
-                f"{what}: count {value!r} for {name!r} is not a non-negative integer; entry dropped"
+                f"{what}: count {shown(value)} for {shown(name)} is not a non-negative integer; entry dropped"
             )
             continue
         quota[names[0]] = quota.get(names[0], 0.0) + count

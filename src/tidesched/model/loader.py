@@ -80,6 +80,10 @@ def load_text(text: str, source: str) -> list[Manifest]:
                 # JSON Lines / one object per document: fall through to the YAML reader,
                 # which accepts a stream of JSON documents separated by '---'.
                 pass
+        except InputError:
+            raise
+        except (RecursionError, ValueError) as exc:  # nested too deep; an integer too long
+            raise InputError(f"{source}: invalid JSON: {exc}") from None
     try:
         for i, doc in enumerate(yaml.load_all(text, Loader=_YamlLoader)):
             out.extend(_flatten(doc, f"{source}#{i + 1}"))
@@ -88,6 +92,8 @@ def load_text(text: str, source: str) -> list[Manifest]:
         where = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError(f"{source}{where}: invalid YAML: {problem}") from None
+    except RecursionError:
+        raise InputError(f"{source}: invalid YAML: nested too deep") from None
     return out
 
 

@@ -7,16 +7,26 @@ Records are immutable inputs; per-session mutable state lives in :mod:`tidesched
 
 from __future__ import annotations
 
-import math
-
-import json
 from dataclasses import dataclass, field
-from datetime import datetime
 from collections.abc import Mapping
 from typing import Any
 
 from tidesched.k8s.selectors import CompiledLabelSelector, SelectorError, compile_label_selector
 from tidesched.k8s.topology_spread import SpreadConstraint, parse_spread_constraints
+from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
+    INT32,
+    INT64,
+    list_of,
+    mapping,
+    mappings,
+    parse_bool,
+    parse_flag,
+    parse_int,
+    parse_json,
+    parse_str,
+    parse_time,
+    str_map,
+)
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import Resource
@@ -31,90 +41,11 @@ DEFAULT_QUEUE = "default"
 DEFAULT_NAMESPACE = "default"
 
 
-def parse_time(value: Any, field_name: str) -> float:
-    """RFC 3339 timestamp → seconds since the epoch; absent → 0."""
-    if value in (None, ""):
-        return 0.0
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if not isinstance(value, str):
-        raise ObjectError(field_name, f"expected an RFC 3339 timestamp, got {value!r}")
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise ObjectError(field_name, f"invalid timestamp {value!r}") from None
-
-
-def parse_bool(value: Any) -> bool | None:
-    """Go strconv.ParseBool; None when the value is not a boolean."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        v = value.strip()
-        if v in ("1", "t", "T", "true", "TRUE", "True"):
-            return True
-        if v in ("0", "f", "F", "false", "FALSE", "False"):
-            return False
-    return None
-
-
-def _mapping(obj: Mapping[str, Any], key: str, field_name: str) -> Mapping[str, Any]:
-    value = obj.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ObjectError(field_name, f"expected a mapping, got {type(value).__name__}")
-    return value
-
-
-def _str_map(obj: Mapping[str, Any], key: str, field_name: str) -> dict[str, str]:
-    raw = _mapping(obj, key, field_name)
-    return {str(k): "" if v is None else str(v) for k, v in raw.items()}
-
-
-def _list(obj: Mapping[str, Any], key: str, field_name: str) -> list[Any]:
-    value = obj.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ObjectError(field_name, f"expected a list, got {type(value).__name__}")
-    return value
-
-
-INT32 = (-(2**31), 2**31 - 1)
-INT64 = (-(2**63), 2**63 - 1)
-
-
-def parse_int(value: Any, field_name: str, default: int = 0, bounds: tuple[int, int] = INT64) -> int:
-    """The one integer parser for object fields and annotations: an int, or a float or string
-    holding a whole number ("3", "3.0", "1e3"), within ``bounds`` (Kubernetes' int32/int64).
-    Anything else — bools, NaN, infinities, fractions, overflow — is an ObjectError naming the
-    field, never an exception from deeper down."""
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ObjectError(field_name, f"expected an integer, got {value!r}")
-    if isinstance(value, int):
-        n = value
-    else:
-        try:
-            n = int(value.strip()) if isinstance(value, str) else None  # exact for any length
-        except ValueError:
-            n = None
-        if n is None:
-            try:
-                f = float(value)
-            except ValueError:
-                raise ObjectError(field_name, f"expected an integer, got {value!r}") from None
-            if not math.isfinite(f) or f != int(f):
-                raise ObjectError(field_name, f"expected an integer, got {value!r}")
-            n = int(f)
-    lo, hi = bounds
-    if not lo <= n <= hi:
-        raise ObjectError(field_name, f"{value!r} is out of range ({lo}..{hi})")
-    return n
-
-
+# The field readers (one validation path for every field type) live in model.fields; the
+# names below are kept for the modules that import them from here.
+_mapping = mapping
+_str_map = str_map
+_list = list_of
 _int = parse_int
 
 
@@ -163,13 +94,13 @@ def parse_meta(obj: Mapping[str, Any], namespaced: bool = True) -> Meta:
     owners = _list(meta, "ownerReferences", "metadata.ownerReferences")
     owner_kind = owner_name = ""
     if owners and isinstance(owners[0], Mapping):
-        owner_kind = str(owners[0].get("kind") or "")
-        owner_name = str(owners[0].get("name") or "")
+        owner_kind = parse_str(owners[0].get("kind"), "metadata.ownerReferences[0].kind")
+        owner_name = parse_str(owners[0].get("name"), "metadata.ownerReferences[0].name")
     key = f"{ns}/{name}" if ns else name
     return Meta(
         name=name,
         namespace=ns,
-        uid=str(meta.get("uid") or key),
+        uid=parse_str(meta.get("uid"), "metadata.uid", key),
         labels=_str_map(meta, "labels", "metadata.labels"),
         annotations=_str_map(meta, "annotations", "metadata.annotations"),
         creation=parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
@@ -229,6 +160,26 @@ def _container_request(container: Mapping[str, Any], field_name: str) -> Resourc
     return _resources(requests, f"{field_name}.resources")
 
 
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def _affinity(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``spec.affinity`` with its shape checked (sections are mappings, term lists are lists of
+    mappings), so the predicates and scorers that walk it meet no wrong type. What a term
+    says (operators, values) is judged per pod at scheduling time, as before."""
+    affinity = _mapping(spec, "affinity", "spec.affinity")
+    node = _mapping(affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
+    required = _mapping(node, _REQUIRED, f"spec.affinity.nodeAffinity.{_REQUIRED}")
+    mappings(required, "nodeSelectorTerms", f"spec.affinity.nodeAffinity.{_REQUIRED}.nodeSelectorTerms")
+    mappings(node, _PREFERRED, f"spec.affinity.nodeAffinity.{_PREFERRED}")
+    for kind in ("podAffinity", "podAntiAffinity"):
+        section = _mapping(affinity, kind, f"spec.affinity.{kind}")
+        mappings(section, _REQUIRED, f"spec.affinity.{kind}.{_REQUIRED}")
+        mappings(section, _PREFERRED, f"spec.affinity.{kind}.{_PREFERRED}")
+    return affinity
+
+
 def pod_task_status(phase: str, node_name: str, deleting: bool) -> TaskStatus:
     """Volcano getTaskStatus: the scheduler's view of a pod."""
     if phase == "Running":
@@ -257,14 +208,10 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
     spec = _mapping(obj, "spec", "spec")
     status = _mapping(obj, "status", "status")
     resreq = Resource()
-    for i, c in enumerate(_list(spec, "containers", "spec.containers")):
-        if not isinstance(c, Mapping):
-            raise ObjectError(f"spec.containers[{i}]", "expected a mapping")
+    for i, c in enumerate(mappings(spec, "containers", "spec.containers")):
         resreq.add(_container_request(c, f"spec.containers[{i}]"))
     init_resreq = resreq.clone()
-    for i, c in enumerate(_list(spec, "initContainers", "spec.initContainers")):
-        if not isinstance(c, Mapping):
-            raise ObjectError(f"spec.initContainers[{i}]", "expected a mapping")
+    for i, c in enumerate(mappings(spec, "initContainers", "spec.initContainers")):
         init_resreq.set_max_resource(_container_request(c, f"spec.initContainers[{i}]"))
     overhead = spec.get("overhead")
     if overhead:
@@ -273,14 +220,15 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         init_resreq.add(ov)
 
     host_ports: list[HostPort] = []
-    for i, c in enumerate(_list(spec, "containers", "spec.containers")):
-        for j, p in enumerate(_list(c, "ports", f"spec.containers[{i}].ports")):
-            if isinstance(p, Mapping) and p.get("hostPort"):
+    for i, c in enumerate(mappings(spec, "containers", "spec.containers")):
+        for j, p in enumerate(mappings(c, "ports", f"spec.containers[{i}].ports")):
+            if p.get("hostPort"):
+                at = f"spec.containers[{i}].ports[{j}]"
                 host_ports.append(
                     HostPort(
-                        str(p.get("protocol") or "TCP"),
-                        str(p.get("hostIP") or "0.0.0.0"),
-                        _int(p.get("hostPort"), f"spec.containers[{i}].ports[{j}].hostPort"),
+                        parse_str(p.get("protocol"), f"{at}.protocol", "TCP"),
+                        parse_str(p.get("hostIP"), f"{at}.hostIP", "0.0.0.0"),
+                        _int(p.get("hostPort"), f"{at}.hostPort", bounds=(0, 65535)),
                     )
                 )
 
@@ -290,30 +238,27 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
     if task_priority is not None:
         priority = parse_int(task_priority, f"metadata.annotations[{TASK_PRIORITY_ANNOTATION}]", bounds=INT32)
 
-    tolerations = _list(spec, "tolerations", "spec.tolerations")
-    for i, t in enumerate(tolerations):
-        if not isinstance(t, Mapping):
-            raise ObjectError(f"spec.tolerations[{i}]", "expected a mapping")
+    tolerations = mappings(spec, "tolerations", "spec.tolerations")
     try:
         spread = parse_spread_constraints(spec.get("topologySpreadConstraints"), meta.labels)
     except SelectorError as exc:
         where, _, problem = str(exc).partition(": ")  # the message starts with the field
         raise ObjectError(where, problem) from None
-    phase = str(status.get("phase") or "Pending")
-    node_name = str(spec.get("nodeName") or "")
+    phase = parse_str(status.get("phase"), "status.phase", "Pending")
+    node_name = parse_str(spec.get("nodeName"), "spec.nodeName")
     return Pod(
         meta=meta,
-        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        scheduler_name=parse_str(spec.get("schedulerName"), "spec.schedulerName", "default-scheduler"),
         node_name=node_name,
         phase=phase,
         status=pod_task_status(phase, node_name, meta.deletion > 0),
         priority=priority,
-        priority_class=str(spec.get("priorityClassName") or ""),
-        preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
+        priority_class=parse_str(spec.get("priorityClassName"), "spec.priorityClassName"),
+        preemption_policy=parse_str(spec.get("preemptionPolicy"), "spec.preemptionPolicy", "PreemptLowerPriority"),
         resreq=resreq,
         init_resreq=init_resreq,
         node_selector=_str_map(spec, "nodeSelector", "spec.nodeSelector"),
-        affinity=_mapping(spec, "affinity", "spec.affinity"),
+        affinity=_affinity(spec),
         tolerations=tuple(tolerations),
         host_ports=tuple(host_ports),
         start_time=parse_time(status.get("startTime"), "status.startTime"),
@@ -362,7 +307,7 @@ def parse_node(obj: Mapping[str, Any]) -> Node:
         meta=meta,
         allocatable=allocatable,
         taints=tuple(taints),
-        unschedulable=bool(spec.get("unschedulable") or False),
+        unschedulable=parse_flag(spec.get("unschedulable"), "spec.unschedulable"),
         ready=ready,
     )
 
@@ -400,7 +345,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
         for k, v in _mapping(spec, "minTaskMember", "spec.minTaskMember").items()
     }
     min_res = spec.get("minResources")
-    phase = str(status.get("phase") or PodGroupPhase.PENDING)
+    phase = parse_str(status.get("phase"), "status.phase", PodGroupPhase.PENDING)
     if phase not in PodGroupPhase.ALL:
         raise ObjectError("status.phase", f"unknown phase {phase!r}")
     preempt = None
@@ -413,8 +358,8 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
         min_member=min_member,
         min_task_member=mtm,
         min_resources=None if min_res is None else _resources(min_res, "spec.minResources"),
-        queue=str(spec.get("queue") or DEFAULT_QUEUE),
-        priority_class=str(spec.get("priorityClassName") or ""),
+        queue=parse_str(spec.get("queue"), "spec.queue", DEFAULT_QUEUE),
+        priority_class=parse_str(spec.get("priorityClassName"), "spec.priorityClassName"),
         phase=phase,
         conditions=tuple(c for c in _list(status, "conditions", "status.conditions") if isinstance(c, Mapping)),
         preemptable=bool(preempt),
@@ -517,7 +462,7 @@ def parse_queue(obj: Mapping[str, Any]) -> Queue:
             raise ObjectError("spec.reclaimable", f"expected a boolean, got {reclaimable_raw!r}")
         reclaimable = parsed
     guarantee = _mapping(spec, "guarantee", "spec.guarantee")
-    state = str(status.get("state") or QueueState.OPEN)
+    state = parse_str(status.get("state"), "status.state", QueueState.OPEN)
     try:
         affinity, affinity_error = parse_queue_affinity(spec.get("affinity")), ""
     except ObjectError as exc:
@@ -532,7 +477,7 @@ def parse_queue(obj: Mapping[str, Any]) -> Queue:
         guarantee=_resources(guarantee.get("resource"), "spec.guarantee.resource"),
         reclaimable=reclaimable,
         priority=_int(spec.get("priority"), "spec.priority", bounds=INT32),
-        parent=str(spec.get("parent") or ""),
+        parent=parse_str(spec.get("parent"), "spec.parent"),
         state=state,
         node_group_affinity=affinity,
         affinity_error=affinity_error,
@@ -557,7 +502,7 @@ def parse_priority_class(obj: Mapping[str, Any]) -> PriorityClass:
     return PriorityClass(
         name=meta.name,
         value=_int(obj.get("value"), "value", bounds=INT32),
-        global_default=bool(obj.get("globalDefault") or False),
+        global_default=parse_flag(obj.get("globalDefault"), "globalDefault"),
     )
 
 
@@ -629,7 +574,4 @@ def annotation_json(annotations: Mapping[str, str], key: str) -> Any:
     raw = annotations.get(key)
     if raw is None:
         return None
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ObjectError(f"metadata.annotations[{key}]", f"invalid JSON: {exc.msg}") from None
+    return parse_json(raw, f"metadata.annotations[{key}]")

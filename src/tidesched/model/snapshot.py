@@ -42,6 +42,7 @@ _PARSERS = {
     "PriorityClass": parse_priority_class,
     "PodDisruptionBudget": parse_pdb,
 }
+PARSERS = _PARSERS  # kind -> parse function (raises ObjectError naming the field)
 # Namespaced kinds: their identity (duplicates) is ``namespace/name``.
 _NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"})
 # Kinds a scheduler snapshot does not use but that legitimately appear beside the ones it
@@ -172,6 +173,10 @@ def build_snapshot(
         # Objects from a world (not a file) have no source to name: messages start at the kind.
         source, obj = (item.source, item.obj) if isinstance(item, Manifest) else ("", item)
         at = f"{source}: " if source else ""
+        if not isinstance(obj, Mapping):  # a world hands over what it holds: report, never raise
+            shown = f"{type(obj).__name__} {obj!r}"[:80]
+            snap.problems.append(warning("Object", "", "", "InvalidObject", f"{at}expected a Kubernetes object (mapping), got {shown}"))
+            continue
         kind = obj.get("kind")
         ns, name = _object_name(obj)
         if not isinstance(kind, str):  # objects from a world, not the loader: report, never raise

@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tidesched.model.fields import INT32, parse_int
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, ObjectError, parse_pod
 from tidesched.model.resource import Resource
 from tidesched.sim.scenario import DURATION_ANNOTATION, EXIT_CODE_ANNOTATION
@@ -196,16 +197,37 @@ def _owner_ref(api: str, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+# More pods than this per Job task, Deployment or ReplicaSet is a typo, not a workload: the
+# simulator refuses such a Job and caps a Deployment with a Warning instead of building
+# billions of pods.
+MAX_SIM_REPLICAS = 100_000
+
+
 def _int_field(value: Any, default: int) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool):
+    """An int32 field (as the API server's schema has it) through the one integer reader;
+    ValueError otherwise. Strings are refused, as the typed API refuses them."""
+    if isinstance(value, str):
         raise ValueError(f"expected an integer, got {value!r}")
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, int):
-        return value
-    raise ValueError(f"expected an integer, got {value!r}")
+    try:
+        return parse_int(value, "", default, bounds=INT32)
+    except ObjectError as exc:
+        raise ValueError(str(exc).removeprefix(": ")) from None
+
+
+def _replicas(value: Any, emit: Emit, kind: str, key: str) -> int:
+    """A Deployment's or ReplicaSet's replicas: 1 when unreadable, at most MAX_SIM_REPLICAS,
+    each with a Warning event."""
+    ns, name = split_key(key)
+    try:
+        replicas = _int_field(value, 1)
+    except ValueError as exc:
+        emit(kind, ns, name, "Warning", "InvalidReplicas", f"{kind} {key}: spec.replicas: {exc}; using 1")
+        return 1
+    if replicas > MAX_SIM_REPLICAS:
+        emit(kind, ns, name, "Warning", "InvalidReplicas",
+             f"{kind} {key}: spec.replicas: {replicas} is more than the simulator runs; using {MAX_SIM_REPLICAS}")
+        return MAX_SIM_REPLICAS
+    return max(replicas, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +282,8 @@ def parse_job(obj: Mapping[str, Any]) -> JobSpec:
             raise ValueError(f"spec.tasks[{i}]: {exc}") from None
         if replicas < 0:
             raise ValueError(f"spec.tasks[{i}].replicas: must not be negative")
+        if replicas > MAX_SIM_REPLICAS:
+            raise ValueError(f"spec.tasks[{i}].replicas: {replicas} is more than the simulator runs ({MAX_SIM_REPLICAS})")
         if task_min is not None and not 0 <= task_min <= replicas:
             raise ValueError(f"spec.tasks[{i}].minAvailable: must be between 0 and replicas ({replicas})")
         tmpl = t.get("template") or {}
@@ -836,10 +860,7 @@ class DeploymentController:
                 world.remove("ReplicaSet", k, "delete")
             return
         s = spec(dep)
-        try:
-            replicas = _int_field(s.get("replicas"), 1)
-        except ValueError:
-            replicas = 1
+        replicas = _replicas(s.get("replicas"), self.emit, "Deployment", key)
         template = s.get("template") if isinstance(s.get("template"), Mapping) else {}
         h = template_hash(template)
         rs_key = f"{ns}/{name}-{h}"
@@ -919,10 +940,7 @@ class ReplicaSetController:
             if pod_phase(p) in FINISHED_POD_PHASES:
                 world.remove("Pod", pk, "gc")
         active = [(pk, p) for pk, p in pods if pod_active(p)]
-        try:
-            want = _int_field(spec(rs).get("replicas"), 1)
-        except ValueError:
-            want = 1
+        want = _replicas(spec(rs).get("replicas"), self.emit, "ReplicaSet", key)
         if len(active) < want:
             template = spec(rs).get("template") if isinstance(spec(rs).get("template"), Mapping) else {}
             tmeta = meta(template)
@@ -1042,9 +1060,9 @@ class PodGroupController:
         raw_min = owner_ann.get(GROUP_MIN_MEMBER_KEY)
         if raw_min is not None:
             try:
-                v = int(str(raw_min))
+                v = parse_int(str(raw_min), "", bounds=INT32)
                 min_member = v if v >= 0 else 1  # Volcano: a negative value keeps 1
-            except ValueError:
+            except ObjectError:
                 min_member = 1
         pod_ann = annotations(pod)
         # The pod's own volcano.sh/* annotations override the owner's (newer Volcano's

@@ -478,6 +478,10 @@ class Engine:
             clock.advance(t)
             last_t = t
             rev = world.revision
+            # Malformed objects are reported when they arrive, whether or not a session runs
+            # (the log keeps one event per object and message).
+            for e in world.cache.problems():
+                self.emit(e.kind, e.namespace, e.name, e.type, e.reason, e.message)
             d: Decisions | None = None
             if self.accounting.has_work() or not self.skip_idle:
                 d, secs = self.run_session(n, t)

@@ -258,6 +258,11 @@ def check_objects(manifests: Iterable[Manifest], warnings: list[str]) -> list[Ma
             raise ScenarioError(f"{m.source}: {kind or 'object'} without metadata.name")
         if kind in WORLD_KINDS:
             _check_sim_annotations(m)
+            problem = _object_problem(kind, obj)
+            if problem:
+                # Kept all the same: the world holds it as a cluster would, and the scheduler
+                # skips it with a Warning event; this one names the file too (REL-1).
+                warnings.append(f"{m.source}: {kind} {object_name(obj)}: {problem}")
             kept.append(m)
         elif kind == "batch/v1 Job" or kind in IGNORED_KINDS:
             warnings.append(f"{m.source}: {kind} {object_name(obj)} is not simulated; ignored")
@@ -265,6 +270,23 @@ def check_objects(manifests: Iterable[Manifest], warnings: list[str]) -> list[Ma
             known = ", ".join(WORLD_KINDS)
             raise ScenarioError(f"{m.source}: unknown kind {obj.get('kind')!r} (the simulator knows {known})")
     return kept
+
+
+def _object_problem(kind: str, obj: Mapping[str, Any]) -> str:
+    """What the scheduler (or, for a Volcano Job, the simulated job controller) will refuse in
+    ``obj``, or ""."""
+    from tidesched.model.problems import ObjectError
+    from tidesched.model.snapshot import PARSERS
+    from tidesched.sim.controllers import parse_job
+
+    try:
+        if kind == "Job":
+            parse_job(obj)
+        elif kind in PARSERS:
+            PARSERS[kind](obj)
+    except (ObjectError, ValueError) as exc:
+        return str(exc)
+    return ""
 
 
 def _annotation_maps(obj: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
