@@ -210,8 +210,14 @@ class DrfPlugin(Plugin):
 
         dominant = dominant_share_fn(total, names)
         attrs: dict[str, DrfAttr] = {}
+        zero_dominant, zero_share = dominant(Resource())
         for job in ssn.jobs.values():
-            attr = DrfAttr(job.allocated.clone())
+            alloc = job.allocated
+            if not alloc.milli_cpu and not alloc.memory and not alloc.scalars and not alloc.max_task_num:
+                # Holds nothing (finished jobs pile up over a long simulation): the share of nothing.
+                attrs[job.uid] = DrfAttr(Resource(), zero_share, zero_dominant)
+                continue
+            attr = DrfAttr(alloc.clone())
             attr.dominant, attr.share = dominant(attr.allocated)
             attrs[job.uid] = attr
         self.attrs = attrs

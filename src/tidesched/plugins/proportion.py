@@ -170,6 +170,19 @@ class ProportionPlugin(Plugin):
             if attr is None:
                 attr = attrs[job.queue] = self._new_attr(ssn.queues[job.queue], total, total_guarantee)
             allocated = job.allocated
+            phase = job.phase
+            min_res = job.min_resources
+            if (
+                not allocated.milli_cpu
+                and not allocated.memory
+                and not allocated.scalars
+                and not allocated.max_task_num
+                and not job.status_count[TaskStatus.PENDING]
+                and (min_res is None or phase not in (PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING))
+            ):
+                # Holds nothing, asks for nothing, reserves nothing (a finished job): every sum
+                # below would add zero. Finished jobs pile up over a long simulation.
+                continue
             attr.allocated.add(allocated)
             attr.request.add(allocated)
             if job.status_count[TaskStatus.PENDING]:  # most jobs have nothing pending
@@ -178,8 +191,6 @@ class ProportionPlugin(Plugin):
                         attr.request.add(t.resreq)
             # Resources already promised to admitted jobs (phase as read from the cluster, less
             # a gang timed out at open).
-            phase = job.phase
-            min_res = job.min_resources
             if min_res is not None:
                 if phase == PodGroupPhase.INQUEUE:
                     attr.inqueue.add(reserved_for(job))
