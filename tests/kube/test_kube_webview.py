@@ -132,6 +132,6 @@ def test_page_and_state_served_get_only() -> None:
             assert r.status_code == 200 and r.content
         state = httpx.get(f"{base}/ui/state.json", trust_env=False).json()
         assert {q["name"] for q in state["queues"]} == {"default", "online", "offline"}
-        assert httpx.post(f"{base}/ui/state.json", trust_env=False).status_code == 501  # read-only
+        assert httpx.post(f"{base}/ui/state.json", trust_env=False).status_code == 405  # read-only (kube/server.py: GET and HEAD only)
     finally:
         server.stop()

@@ -717,7 +717,13 @@ def test_a_pod_on_a_missing_node_is_a_violation() -> None:
     world = World(Clock())
     checker = InvariantChecker(world, Accounting(world), config_from_file(None))
     world.put("Node", h200_node("n1"))
+    world.put("Node", h200_node("ghost"))
     world.put("Pod", {"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
                       "spec": {"nodeName": "ghost", "containers": []}, "status": {"phase": "Running"}})
+    # A pod the input itself puts on a node that never existed is the input's doing.
+    world.put("Pod", {"kind": "Pod", "metadata": {"name": "q", "namespace": "ns"},
+                      "spec": {"nodeName": "never", "containers": []}, "status": {"phase": "Running"}})
+    assert checker.check_world(1.0) == []
+    world.remove("Node", "ghost")  # the node goes, its pod stays: the simulator lost track of it
     (v,) = checker.check_world(5.0)
     assert v.rule == "SIM pod-node" and "ns/p are bound to node ghost, which does not exist" in v.message

@@ -47,6 +47,7 @@ from tidesched.sim.scenario import DURATION_ANNOTATION, EXIT_CODE_ANNOTATION
 from tidesched.sim.world import (
     FINISHED_POD_PHASES,
     World,
+    as_map,
     annotations,
     controller_owner,
     is_deleting,
@@ -474,7 +475,7 @@ class VolcanoJobController:
             return
         js = self.spec_of(key, job)
         st = dict(status(job))
-        state = dict(st.get("state") or {})
+        state = as_map(st.get("state"))
         phase = state.get("phase") or ""
         if js is None:
             if phase != FAILED:
@@ -759,7 +760,7 @@ class VolcanoJobController:
                 pk = f"{ns}/{name}"
                 if self.world.get("Pod", pk) is not None:
                     continue
-                ann = dict(tmeta.get("annotations") or {})
+                ann = as_map(tmeta.get("annotations"))
                 for k in _JOB_TO_POD_ANNOTATIONS:
                     if k in job_ann and k not in ann:
                         ann[k] = job_ann[k]
@@ -774,7 +775,7 @@ class VolcanoJobController:
                         TEMPLATE_UID_KEY: f"{job_name}-{t.name}",
                     }
                 )
-                lab = dict(tmeta.get("labels") or {})
+                lab = as_map(tmeta.get("labels"))
                 if "volcano.sh/preemptable" in job_labels:
                     lab.setdefault("volcano.sh/preemptable", job_labels["volcano.sh/preemptable"])
                 lab.update(
@@ -870,7 +871,7 @@ class DeploymentController:
         rs = world.get("ReplicaSet", rs_key)
         if rs is None:
             tmeta = dict(meta(template))
-            tmeta["labels"] = dict(tmeta.get("labels") or {}, **{POD_TEMPLATE_HASH: h})
+            tmeta["labels"] = {**as_map(tmeta.get("labels")), POD_TEMPLATE_HASH: h}
             dep_ann = {
                 k: v for k, v in annotations(dep).items() if not k.startswith("kubectl.kubernetes.io/")
             }
@@ -954,8 +955,8 @@ class ReplicaSetController:
                     "metadata": {
                         "name": pod_name,
                         "namespace": ns,
-                        "annotations": dict(tmeta.get("annotations") or {}),
-                        "labels": dict(tmeta.get("labels") or {}),
+                        "annotations": as_map(tmeta.get("annotations")),
+                        "labels": as_map(tmeta.get("labels")),
                         "ownerReferences": [_owner_ref("apps/v1", "ReplicaSet", rs)],
                     },
                     "spec": dict(spec(template)),

@@ -103,6 +103,7 @@ class InvariantChecker:
         self.notes: list[str] = []
         self.checked_steps = 0
         self.violations: list[Violation] = []
+        self._nodes_seen: set[str] = set()  # every node the world has held
         self.configure(config)
 
     def configure(self, config: Any) -> None:
@@ -155,10 +156,15 @@ class InvariantChecker:
         return found
 
     def check_world(self, t: float) -> list[Violation]:
-        """Rules on the world alone (also checked after scenario events): no pod on a missing node."""
+        """Rules on the world alone (also checked after scenario events): no pod left on a node
+        that went away. A pod the scenario itself put on a node that never existed is the
+        input's doing (the cache reports it), not the simulator's."""
         nodes = self.world.objects["Node"]
+        self._nodes_seen.update(nodes)
         out = []
-        for node_name in sorted(n for n, pods in self.world.pods_by_node.items() if pods and n not in nodes):
+        for node_name in sorted(
+            n for n, pods in self.world.pods_by_node.items() if pods and n not in nodes and n in self._nodes_seen
+        ):
             pods = sorted(self.world.pods_by_node[node_name])
             out.append(
                 Violation(t, RULE_POD_NODE, f"pods {', '.join(pods[:5])} are bound to node {node_name}, which does not exist")

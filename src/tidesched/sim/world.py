@@ -76,6 +76,12 @@ def sim_time(value: Any) -> float | None:
 # Small accessors on raw objects
 
 
+def as_map(value: Any) -> dict[str, Any]:
+    """A copy of ``value`` when it is a mapping, else an empty dict: a malformed section (already
+    reported as a Warning by the cache) never stops the controllers."""
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     m = obj.get("metadata")
     return m if isinstance(m, Mapping) else {}
@@ -132,7 +138,7 @@ def controller_owner(obj: Mapping[str, Any]) -> tuple[str, str] | None:
 def with_section(obj: Mapping[str, Any], section: str, **changes: Any) -> dict[str, Any]:
     """A copy of ``obj`` with ``obj[section]`` copied and updated (copy-on-write)."""
     new = dict(obj)
-    sub = dict(new.get(section) or {})
+    sub = as_map(new.get(section))
     for k, v in changes.items():
         if v is None:
             sub.pop(k, None)
@@ -145,7 +151,7 @@ def with_section(obj: Mapping[str, Any], section: str, **changes: Any) -> dict[s
 def with_meta_map(obj: Mapping[str, Any], which: str, changes: Mapping[str, str | None]) -> dict[str, Any]:
     """A copy of ``obj`` with metadata.<which> (labels/annotations) updated; None removes."""
     m = dict(meta(obj))
-    sub = dict(m.get(which) or {})
+    sub = as_map(m.get(which))
     for k, v in changes.items():
         if v is None:
             sub.pop(k, None)
@@ -482,7 +488,7 @@ class World:
             new = with_meta_map(new, "labels", labels_change)
         st = dict(status(new))
         if allocatable:
-            alloc = dict(st.get("allocatable") or st.get("capacity") or {})
+            alloc = as_map(st.get("allocatable") or st.get("capacity"))
             for k, v in allocatable.items():
                 if v is None:
                     alloc.pop(k, None)
