@@ -363,12 +363,7 @@ class ClusterCache:
     def open(self) -> tuple[ClusterSnapshot, SessionState]:
         """The snapshot and the state for one session. The infos are lent: the session may
         change them, and the next change or open puts them back."""
-        self._restore()
-        if self._rebuild:
-            self._rebuild_all()
-        if self._table_stale or self._table is None:
-            self._rebuild_table()
-        assert self._table is not None
+        self.node_table()  # infos put back, rebuilt where a change asked for it
         if self._order_stale:
             self._tasks = dict(sorted(self._tasks.items()))
             self._jobs = dict(sorted(self._jobs.items()))
