@@ -156,3 +156,28 @@ def test_affinity_term_lists_of_the_wrong_type_name_the_field(section: str) -> N
     snap = build_snapshot([node("n1"), queue("default", weight=1), podgroup("pg"), p])
     assert len(snap.problems) == 1
     open_session(snap, contract.config("default")).run()
+
+
+@pytest.mark.parametrize("field, value", [("effect", 5), ("key", ["a"]), ("operator", {"x": 1})])
+def test_toleration_fields_of_the_wrong_type_name_the_field(field: str, value: object) -> None:
+    """Found after the merge of issue 12 (fuzz seed 2): the taint matcher raised from inside a
+    session; the pod is now refused where it is read."""
+    raw = pod("p", "pg", spec={"tolerations": [{"key": "k", "operator": "Exists", field: value}]})
+    with pytest.raises(ObjectError, match=rf"spec\.tolerations\[0\]\.{field}"):
+        parse_pod(raw)
+    snap = build_snapshot([node("n1"), queue("default"), podgroup("pg"), raw])
+    assert [p.message for p in snap.problems if f"spec.tolerations[0].{field}" in p.message]
+
+
+def test_simulated_pod_with_a_status_that_is_not_a_mapping_is_reported_not_raised(tmp_path) -> None:
+    """Found after the merge (fuzz seed 2): submitting a bound pod whose status is a number
+    raised in the simulator's submit; the cache reports the pod instead."""
+    from tidesched.sim.runner import run
+
+    bad = pod("p", node="n1", phase="Running")
+    bad["status"] = 1.5
+    path = tmp_path / "manifests.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [node("n1"), bad]}))
+    sim = run(path)
+    assert not sim.result["invariants"]["violations"]
+    assert any("Pod ns/p: status: expected a mapping" in e["message"] for e in sim.result["events"])

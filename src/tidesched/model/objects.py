@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tidesched.k8s.selectors import CompiledLabelSelector, SelectorError, compile_label_selector
+from tidesched.k8s.taints import parse_toleration
 from tidesched.k8s.topology_spread import SpreadConstraint, parse_spread_constraints
 from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
     INT32,
@@ -239,6 +240,12 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         priority = parse_int(task_priority, f"metadata.annotations[{TASK_PRIORITY_ANNOTATION}]", bounds=INT32)
 
     tolerations = mappings(spec, "tolerations", "spec.tolerations")
+    for i, t in enumerate(tolerations):
+        try:  # the fields the taint matcher reads, checked where the pod is read
+            parse_toleration(t, f"spec.tolerations[{i}]")
+        except SelectorError as exc:
+            where, _, problem = str(exc).partition(": ")
+            raise ObjectError(where, problem) from None
     try:
         spread = parse_spread_constraints(spec.get("topologySpreadConstraints"), meta.labels)
     except SelectorError as exc:

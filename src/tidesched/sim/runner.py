@@ -50,6 +50,7 @@ from tidesched.sim.world import (
     PodFinish,
     PodGone,
     World,
+    as_map,
     iso,
     meta,
     object_key,
@@ -186,7 +187,7 @@ class Engine:
                         f"{m.source}: Pod {key} exists; ignored",
                     )
                     continue
-                st = dict(obj.get("status") or {})
+                st = as_map(obj.get("status"))  # a malformed status is reported by the cache
                 if spec(obj).get("nodeName") and st.get("phase", "Pending") in ("Pending", "Running"):
                     st["phase"] = "Running"
                     st.setdefault("startTime", iso(now))
