@@ -37,7 +37,7 @@ command exits non-zero when there is any.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,22 +193,11 @@ class InvariantChecker:
 
     def _gang_binds(self, t: float, applied: Applied) -> list[Violation]:
         world = self.world
-        groups: dict[str, list[str]] = {}
-        for pk, _node in applied.bound:
-            pod = world.get("Pod", pk)
-            g = self._group_of(pod, pk) if pod is not None else ""
-            if g:
-                groups.setdefault(g, []).append(pk)
+        groups = self._groups_of(pk for pk, _node in applied.bound)
         out: list[Violation] = []
         for g in sorted(groups):
-            pg = world.get("PodGroup", g)
-            if pg is None:
-                continue
-            try:
-                min_member = int(spec(pg).get("minMember", 1) or 0)
-            except (TypeError, ValueError):
-                continue
-            if min_member <= 1:
+            min_member = self._min_member(g)
+            if min_member is None or min_member <= 1:
                 continue
             ready = 0
             for pk in world.pods_by_group.get(g, ()):
@@ -410,23 +399,33 @@ class InvariantChecker:
         g = annotations(pod).get(GROUP_NAME_ANNOTATION)
         return f"{split_key(key)[0]}/{g}" if g else ""
 
+    def _groups_of(self, pod_keys: Iterable[str]) -> dict[str, list[str]]:
+        """PodGroup key → the given pods (that still exist) belonging to it."""
+        groups: dict[str, list[str]] = {}
+        for pk in pod_keys:
+            pod = self.world.get("Pod", pk)
+            g = self._group_of(pod, pk) if pod is not None else ""
+            if g:
+                groups.setdefault(g, []).append(pk)
+        return groups
+
+    def _min_member(self, group: str) -> int | None:
+        """The PodGroup's minMember; None when it is gone or its minMember is unreadable."""
+        pg = self.world.get("PodGroup", group)
+        if pg is None:
+            return None
+        try:
+            return int(spec(pg).get("minMember", 1) or 0)
+        except (TypeError, ValueError):
+            return None
+
     def _gangs(self, t: float, applied: Applied) -> list[Violation]:
         world = self.world
-        groups: dict[str, list[str]] = {}
-        for pk, _reason in applied.evicted:
-            pod = world.get("Pod", pk)
-            if pod is not None:
-                g = self._group_of(pod, pk)
-                if g:
-                    groups.setdefault(g, []).append(pk)
+        groups = self._groups_of(pk for pk, _reason in applied.evicted)
         out: list[Violation] = []
         for g in sorted(groups):
-            pg = world.get("PodGroup", g)
-            if pg is None:
-                continue
-            try:
-                min_member = int(spec(pg).get("minMember", 1) or 0)
-            except (TypeError, ValueError):
+            min_member = self._min_member(g)
+            if min_member is None:
                 continue
             alive = [
                 pk
