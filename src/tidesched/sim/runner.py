@@ -34,13 +34,12 @@ from typing import Any
 import orjson
 
 from tidesched.framework.session import Decisions
+from tidesched.model.snapshot import build_snapshot
+from tidesched.model.state import build_state
 from tidesched.scheduler import config_from_file, run_session
 from tidesched.sim.clock import Clock
 from tidesched.sim.controllers import Controllers, Timer
 from tidesched.sim.fragmentation import GpuWorkload, fragmentation_summary, fragmented_gpus, gpu_figures
-from tidesched.sim.invariants import RULE_SESSION, InvariantChecker
-from tidesched.model.snapshot import build_snapshot
-from tidesched.model.state import build_state
 from tidesched.sim.invariants import RULE_RESTART, RULE_SESSION, InvariantChecker
 from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacity_card_args, mean, percentile
 from tidesched.sim.scenario import Scenario, TimedEvent, load_scenario, object_kind

@@ -41,7 +41,6 @@ from tidesched.sim.metrics import capacity_card_args
 from tidesched.sim.runner import Engine, Progress, SimulationRun
 from tidesched.sim.scenario import (
     DURATION_ANNOTATION,
-    WORLD_KINDS,
     Scenario,
     ScenarioError,
     check_objects,
