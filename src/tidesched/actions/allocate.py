@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tidesched.actions import register_action
-from tidesched.framework.placement import best_node, feasible_nodes
+from tidesched.framework.placement import best_node, feasible_nodes, no_node_errors
 from tidesched.framework.session import FitErrors, PriorityQueue
 from tidesched.framework.statement import Statement
 from tidesched.model.status import PodGroupPhase, TaskStatus
@@ -106,9 +106,9 @@ def _allocate_tasks(ssn: "Session", stmt: Statement, tasks: PriorityQueue, job: 
         if err:
             job.fit_errors[task.uid] = FitErrors(total_nodes=len(table), message=err)
             break
-        feasible, pred, fit = feasible_nodes(ssn, task)
+        feasible, fit = feasible_nodes(ssn, task)
         if not feasible.any():
-            job.fit_errors[task.uid] = ssn.fit_errors(task, pred, fit)
+            job.fit_errors[task.uid] = no_node_errors(ssn, task, fit)
             if job.need_continue_allocating():
                 continue
             break

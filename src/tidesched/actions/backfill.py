@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tidesched.actions import register_action
-from tidesched.framework.placement import best_node, feasible_nodes
+from tidesched.framework.placement import best_node, feasible_nodes, no_node_errors
 from tidesched.framework.session import FitErrors, PriorityQueue
 from tidesched.model.status import TaskStatus
 
@@ -67,9 +67,9 @@ def execute(ssn: "Session") -> None:
         if err:
             job.fit_errors[task.uid] = FitErrors(total_nodes=len(table), message=err)
             continue
-        feasible, pred, _ = feasible_nodes(ssn, task, check_resources=False)
+        feasible, _ = feasible_nodes(ssn, task, check_resources=False)
         node = best_node(ssn, task, feasible)
         if node is None:
-            job.fit_errors[task.uid] = ssn.fit_errors(task, pred, None)
+            job.fit_errors[task.uid] = no_node_errors(ssn, task, None)
             continue
         ssn.allocate_and_dispatch(task, table.names[node])

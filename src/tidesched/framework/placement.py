@@ -10,28 +10,31 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tidesched.framework.plugin import PredicateResult
-
 if TYPE_CHECKING:
     from tidesched.framework.session import FitErrors, Session
     from tidesched.model.infos import TaskInfo
 
 
-def feasible_nodes(
-    ssn: "Session", task: "TaskInfo", check_resources: bool = True
-) -> tuple[np.ndarray, PredicateResult, np.ndarray | None]:
+def feasible_nodes(ssn: "Session", task: "TaskInfo", check_resources: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
     """Nodes where the task could go now or once releasing resources are freed:
-    request ≤ FutureIdle (when ``check_resources``) and every plugin predicate passes."""
-    pred = ssn.predicate(task)
+    request ≤ FutureIdle (when ``check_resources``) and every plugin predicate passes; and the
+    resource fit alone (None without the check), for ``no_node_errors``."""
+    passed = ssn.predicate_mask(task)
     if not check_resources:
-        return pred.passed, pred, None
+        return passed.copy(), None
     fit = ssn.table.fits_cached(task, "future")
-    return pred.passed & fit, pred, fit
+    return passed & fit, fit
 
 
 def best_node(ssn: "Session", task: "TaskInfo", candidates: np.ndarray) -> int | None:
     """Highest NodeOrder score among the candidate rows; ties go to the first node by name
     (Volcano picks randomly among ties; we stay deterministic, ACT-6)."""
+    scores = ssn.node_order_all(task)
+    if scores is not None:
+        # Every scorer row-local: one cached vector, rescored only where rows changed.
+        if not candidates.any():
+            return None
+        return int(np.argmax(np.where(candidates, scores, -np.inf)))
     idx = np.flatnonzero(candidates)
     if len(idx) == 0:
         return None
@@ -41,5 +44,7 @@ def best_node(ssn: "Session", task: "TaskInfo", candidates: np.ndarray) -> int |
     return int(idx[int(np.argmax(scores))])
 
 
-def no_node_errors(ssn: "Session", task: "TaskInfo", pred: PredicateResult, fit: np.ndarray | None) -> "FitErrors":
-    return ssn.fit_errors(task, pred, fit)
+def no_node_errors(ssn: "Session", task: "TaskInfo", fit: np.ndarray | None) -> "FitErrors":
+    """Why no node took the task (every predicate run again for its reasons: this is the
+    rare path, the fast path keeps no reasons)."""
+    return ssn.fit_errors(task, ssn.predicate(task), fit)

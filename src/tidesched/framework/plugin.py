@@ -73,6 +73,21 @@ class PredicateResult:
     failures: list[NodeFailure] = field(default_factory=list)
 
 
+@dataclass(slots=True, frozen=True)
+class RowFn:
+    """The row-local form of a plugin's predicate or node_order fn, which the session may use
+    instead of calling the fn per task. ``key(task)`` names everything of the task the values
+    depend on, or is None when they are not row-local for this task (they read other nodes'
+    state, or are normalised over the candidates); ``rows(task, rows)`` gives the values
+    (pass mask or score) for the given rows, all rows when None, equal to what the full fn
+    gives there. Values must depend only on a row's state in the node table and on the key:
+    the session keeps them per key and recomputes only the rows changed since (DESIGN: every
+    scorer rescores only changed rows)."""
+
+    key: Callable[["TaskInfo"], Any]
+    rows: Callable[["TaskInfo", "np.ndarray | None"], np.ndarray]
+
+
 @dataclass(slots=True)
 class ValidateResult:
     passed: bool

@@ -26,6 +26,7 @@ from tidesched.framework.plugin import (
     NodeFailure,
     Plugin,
     PredicateResult,
+    RowFn,
     ValidateResult,
 )
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
@@ -212,6 +213,10 @@ class Session:
         # Comparator fns of a hook in tier order (the first non-zero answer wins, so tiers
         # need not be kept apart): heap comparisons call these hundreds of times per session.
         self._flat: dict[str, list[Callable[..., Any]]] = {}
+        # Row-local forms of predicate/node_order fns (RowFn), and per hook the chain of them
+        # in tier order, or None when some fn of the hook has none.
+        self._row_fns: dict[str, dict[str, RowFn]] = {"predicate": {}, "node_order": {}}
+        self._row_chains: dict[str, list[RowFn] | None] = {}
         self.event_handlers: list[EventHandler] = []
 
         # Decisions.
@@ -262,6 +267,52 @@ class Session:
         self._fns[hook][plugin_name] = fn
         self._chains.pop(hook, None)
         self._flat.pop(hook, None)
+        self._row_chains.pop(hook, None)
+
+    def add_row_fn(self, hook: str, plugin_name: str, row_fn: RowFn) -> None:
+        """Offer the row-local form of the plugin's ``hook`` fn (``predicate`` or
+        ``node_order``), registered beside it with ``add_fn``."""
+        self._row_fns[hook][plugin_name] = row_fn
+        self._row_chains.pop(hook, None)
+
+    def _row_chain(self, hook: str) -> list[RowFn] | None:
+        if hook not in self._row_chains:
+            fns = self._row_fns[hook]
+            names = [name for tier in self._chain(hook) for name, _fn in tier]
+            self._row_chains[hook] = [fns[n] for n in names] if all(n in fns for n in names) else None
+        return self._row_chains[hook]
+
+    def _row_vector(self, hook: str, task: TaskInfo) -> np.ndarray | None:
+        """The hook's combined per-node values for the task from the node table's row cache
+        (pass masks ANDed, scores summed in tier order, as the full path does), or None when
+        some fn is not row-local for this task. The array is the cache: do not modify it."""
+        chain = self._row_chain(hook)
+        if chain is None:
+            return None
+        keys = []
+        for rf in chain:
+            k = rf.key(task)
+            if k is None:
+                return None
+            keys.append(k)
+        table = self.table
+        if hook == "predicate":
+
+            def compute(rows: np.ndarray | None) -> np.ndarray:
+                out = np.ones(len(table) if rows is None else len(rows), dtype=bool)
+                for rf in chain:
+                    out &= rf.rows(task, rows)
+                return out
+
+        else:
+
+            def compute(rows: np.ndarray | None) -> np.ndarray:
+                out = np.zeros(len(table) if rows is None else len(rows))
+                for rf in chain:
+                    out += rf.rows(task, rows)
+                return out
+
+        return table.row_cached(("session", hook, *keys), compute)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
@@ -453,6 +504,12 @@ class Session:
                     return str(err)
         return None
 
+    def predicate_mask(self, task: TaskInfo) -> np.ndarray:
+        """Which nodes pass every plugin predicate, without the reasons: from the row cache
+        when every predicate is row-local for the task (do not modify the array)."""
+        mask = self._row_vector("predicate", task)
+        return self.predicate(task).passed if mask is None else mask
+
     def predicate(self, task: TaskInfo) -> PredicateResult:
         """All plugin predicates for every node; the first failing plugin names the reason
         of a node (Volcano: first predicate error wins)."""
@@ -503,6 +560,11 @@ class Session:
                 if not fn(state, task, row):
                     return False
         return True
+
+    def node_order_all(self, task: TaskInfo) -> np.ndarray | None:
+        """Every node's NodeOrder score from the row cache when every scorer is row-local
+        for the task, else None (then score candidates with ``node_order``)."""
+        return self._row_vector("node_order", task)
 
     def node_order(self, task: TaskInfo, idx: np.ndarray) -> np.ndarray:
         scores = np.zeros(len(idx))

@@ -21,11 +21,11 @@ Hook registered (only when ``binpack.weight`` ≠ 0):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.framework.plugin import Plugin, register_plugin
+from tidesched.framework.plugin import Plugin, RowFn, register_plugin
 from tidesched.model.resource import CPU, MEMORY
 
 if TYPE_CHECKING:
@@ -93,15 +93,51 @@ class BinpackPlugin(Plugin):
                 shapes[names] = got
             return got
 
-        def score(task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
+        computes: dict[object, tuple[object, Any]] = {}
+
+        def shape_compute(task: "TaskInfo") -> tuple[object, Any]:
+            """The request's cache key, and its scores for given rows (all when None); made
+            once per request (gang members and replicas share it)."""
+            assert task.req_vec is not None
+            memo_key = (task.req_vec.tobytes(), tuple(task.resreq.scalars.items()))
+            got = computes.get(memo_key)
+            if got is None:
+                got = computes[memo_key] = make_compute(task)
+            return got
+
+        def make_compute(task: "TaskInfo") -> tuple[object, Any]:
             col_idx, present, weights, weight_sum = shape_of(task)
-            if not len(col_idx):
-                return np.zeros(len(idx))
             assert task.req_vec is not None
             w = weights[present]
             req = task.req_vec[col_idx]
+            cols, w_list, req_list = col_idx.tolist(), w.tolist(), req.tolist()
+
+            def compute_rows(rows: np.ndarray) -> np.ndarray:
+                """``compute`` for a few rows in plain floats (numpy's per-call overhead
+                would dominate one row); same arithmetic in the same order."""
+                out = np.zeros(len(rows))
+                for k, i in enumerate(rows.tolist()):
+                    alloc_row = table.allocatable[i].tolist()
+                    used_row = table.used[i].tolist()
+                    total, over = 0.0, False
+                    for c, wc, r in zip(cols, w_list, req_list):
+                        a = alloc_row[c]
+                        if a != 0 and wc != 0:
+                            final = used_row[c] + r
+                            total += final * wc / a
+                            over = over or final > a
+                    if over:
+                        continue
+                    if weight_sum > 0:
+                        total /= weight_sum
+                    out[k] = total * scale
+                return out
 
             def compute(rows: np.ndarray | None) -> np.ndarray:
+                if not len(col_idx):
+                    return np.zeros(len(table) if rows is None else len(rows))
+                if rows is not None and len(rows) <= 8:
+                    return compute_rows(rows)
                 sel = slice(None) if rows is None else rows
                 alloc = table.allocatable[sel][:, col_idx]
                 final = table.used[sel][:, col_idx] + req
@@ -115,9 +151,14 @@ class BinpackPlugin(Plugin):
                 out[(scored & (final > alloc)).any(axis=1)] = 0.0
                 return out
 
+            return ("binpack", id(self), col_idx.tobytes(), req.tobytes()), compute
+
+        def score(task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
             # Every node's score for this request, kept per request and updated only for the
             # rows that changed since (as nodeorder does): gang members and replicas share it.
-            key = ("binpack", id(self), col_idx.tobytes(), req.tobytes())
+            key, compute = shape_compute(task)
             return table.row_cached(key, compute)[idx]
 
         ssn.add_fn("node_order", self.name, score)
+        # Row-local for every task: the session may keep the sum of all scorers instead.
+        ssn.add_row_fn("node_order", self.name, RowFn(lambda task: shape_compute(task)[0], lambda task, rows: shape_compute(task)[1](rows)))

@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.framework.plugin import Plugin, register_plugin
+from tidesched.framework.plugin import Plugin, RowFn, register_plugin
 from tidesched.k8s import scoring
 from tidesched.k8s.node_index import NodeLabelIndex
 from tidesched.k8s.selectors import SelectorError, affinity_term_namespaces, compile_label_selector
 from tidesched.k8s.taints import TaintIndex
 from tidesched.k8s.topology_spread import spread_scores
-from tidesched.plugins.predicates import node_labels, node_taints
+from tidesched.plugins.predicates import node_labels, node_taints, template_key
 from tidesched.plugins.topology_spread import spread_inputs
 
 if TYPE_CHECKING:
@@ -137,7 +137,11 @@ class NodeOrderPlugin(Plugin):
         self.balanced_cols = [table.dim_index[d] for d in ("cpu", "memory", "nvidia.com/gpu") if d in table.dim_index]
         self._labels: NodeLabelIndex | None = None
         self._taints: TaintIndex | None = None
+        # Per template key: no PreferNoSchedule taint on any node goes untolerated.
+        self._taint_free: dict[str, bool] = {}
+        self._computes: dict[bytes, tuple[object, Any]] = {}
         ssn.add_fn("node_order", self.name, self.score)
+        ssn.add_row_fn("node_order", self.name, RowFn(self._row_key, self._rows))
 
     @property
     def labels(self) -> NodeLabelIndex:
@@ -176,9 +180,58 @@ class NodeOrderPlugin(Plugin):
                 total += w["podtopologyspread"] * spread_scores(inputs, idx)
         return total
 
+    # -- row-local form (Session.node_order_all) ---------------------------------------------
+
+    def _row_key(self, task: "TaskInfo") -> tuple[object, str] | None:
+        """Row-local unless a scorer reads placed pods on other nodes (pod affinity, topology
+        spread) or normalises over the candidates (untolerated PreferNoSchedule taints)."""
+        w = self.weights
+        if w["podaffinity"] and self._preferred_pod_terms(task):
+            return None
+        if w["podtopologyspread"] and any(not c.hard for c in task.pod.spread_constraints):
+            return None
+        template = template_key(task)
+        if w["tainttoleration"]:
+            free = self._taint_free.get(template)
+            if free is None:
+                free = self._taint_free[template] = not self.taints.prefer_no_schedule_counts(task.pod.tolerations).any()
+            if not free:
+                return None
+        return self._resource_compute(task)[0], template
+
+    def _rows(self, task: "TaskInfo", rows: np.ndarray | None) -> np.ndarray:
+        """``score`` for the given rows when ``_row_key`` holds, summed in the same order."""
+        w = self.weights
+        total = self._resource_compute(task)[1](rows)
+        if w["nodeaffinity"]:
+            preferred = self._preferred_node_terms(task)
+            if preferred:
+                try:
+                    scores = self.labels.preferred_affinity_scores(preferred)
+                    total += w["nodeaffinity"] * (scores if rows is None else scores[rows])
+                except SelectorError:
+                    pass
+        if w["tainttoleration"]:
+            total += w["tainttoleration"] * 100.0
+        return total
+
     def _resource_scores(self, task: "TaskInfo") -> np.ndarray:
         """least/most/balanced for every node, cached per request shape and updated only
         for rows whose usage changed (NodeTable.row_cached)."""
+        key, compute = self._resource_compute(task)
+        return self.ssn.table.row_cached(key, compute)
+
+    def _resource_compute(self, task: "TaskInfo") -> tuple[object, Any]:
+        """The request shape's cache key, and least/most/balanced for given rows (all when
+        None) as a fresh array; made once per request shape."""
+        assert task.req_vec is not None
+        shape = task.req_vec.tobytes()
+        got = self._computes.get(shape)
+        if got is None:
+            got = self._computes[shape] = self._make_resource_compute(task)
+        return got
+
+    def _make_resource_compute(self, task: "TaskInfo") -> tuple[object, Any]:
         w = self.weights
         table = self.ssn.table
         req_vec = task.req_vec
@@ -230,7 +283,7 @@ class NodeOrderPlugin(Plugin):
             return out
 
         key = ("nodeorder", nonzero.tobytes(), balanced_req.tobytes() if use_balanced else b"")
-        return table.row_cached(key, compute)
+        return key, compute
 
     @staticmethod
     def _preferred_node_terms(task: "TaskInfo") -> list[Mapping[str, Any]]:
@@ -239,7 +292,9 @@ class NodeOrderPlugin(Plugin):
             return []
         return list(aff.get("preferredDuringSchedulingIgnoredDuringExecution") or [])
 
-    def _pod_affinity_scores(self, task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _preferred_pod_terms(task: "TaskInfo") -> list[tuple[Mapping[str, Any], int]]:
+        """The pod's preferred pod affinity (+weight) and anti-affinity (−weight) terms."""
         aff = task.pod.affinity if isinstance(task.pod.affinity, Mapping) else {}
         terms: list[tuple[Mapping[str, Any], int]] = []
         for kind, sign in (("podAffinity", 1), ("podAntiAffinity", -1)):
@@ -248,6 +303,10 @@ class NodeOrderPlugin(Plugin):
                 for wt in part.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
                     if isinstance(wt, Mapping) and isinstance(wt.get("podAffinityTerm"), Mapping):
                         terms.append((wt["podAffinityTerm"], sign * int(wt.get("weight", 0))))
+        return terms
+
+    def _pod_affinity_scores(self, task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
+        terms = self._preferred_pod_terms(task)
         if not terms:
             return np.zeros(len(idx))
         table = self.ssn.table

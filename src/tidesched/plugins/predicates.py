@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, PredicateResult, register_plugin
+from tidesched.framework.plugin import RowFn, EventHandler, NodeFailure, Plugin, PredicateResult, register_plugin
 from tidesched.k8s.node_index import NodeLabelIndex
 from tidesched.k8s.selectors import SelectorError, compile_label_selector, affinity_term_namespaces
 from tidesched.k8s.taints import TaintIndex, tolerates_unschedulable
@@ -141,6 +141,7 @@ class PredicatesPlugin(Plugin):
         self._evicted: dict[str, int] = {}
         self._evicted_per_row = np.zeros(len(table), dtype=np.int64)
         ssn.add_fn("predicate", self.name, self.predicate)
+        ssn.add_row_fn("predicate", self.name, RowFn(self._row_key, self._rows))
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
     def _on_allocate(self, task: "TaskInfo") -> None:
@@ -204,6 +205,28 @@ class PredicatesPlugin(Plugin):
         return passed, failures
 
     # -- dynamic --------------------------------------------------------------------------
+
+    def _row_key(self, task: "TaskInfo") -> str | None:
+        """Row-local (static filters and the node's pod slots) unless the task needs the
+        checks that read other pods: host ports, pod (anti-)affinity, hard topology spread."""
+        if self.ports_on and task.pod.host_ports:
+            return None
+        if self.pod_affinity_on and (
+            self._anti_holders or _pod_affinity(task, "podAffinity") or _pod_affinity(task, "podAntiAffinity")
+        ):
+            return None
+        if self.spread_on and any(c.hard for c in task.pod.spread_constraints):
+            return None
+        return template_key(task)
+
+    def _rows(self, task: "TaskInfo", rows: np.ndarray | None) -> np.ndarray:
+        """``predicate(task).passed`` for the given rows when ``_row_key`` holds. An eviction
+        changes its row in the node table too, so the row cache sees ``_evicted_per_row``."""
+        static = self._static_mask(task)[0]
+        table = self.ssn.table
+        if rows is None:
+            return static & (table.pod_count - self._evicted_per_row < table.max_pods)
+        return static[rows] & (table.pod_count[rows] - self._evicted_per_row[rows] < table.max_pods[rows])
 
     def predicate(self, task: "TaskInfo") -> PredicateResult:
         static_passed, static_failures = self._static_mask(task)
