@@ -53,8 +53,12 @@ def worlds(draw):
         objs.append(n)
         names.append(f"n{i}")
     for j in range(draw(st.integers(0, 6))):  # running pods: rows start with some usage
+        spec = None
+        if draw(st.integers(0, 5)) == 0:  # a placed pod whose anti-affinity binds newcomers
+            spec = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "x"}}}]}}}
         objs.append(pod(f"run-{j}", cpu=draw(st.sampled_from(["500m", "1", "3"])), node=draw(st.sampled_from(names)),
-                        phase="Running"))
+                        phase="Running", labels={"app": draw(st.sampled_from(["x", "y"]))}, spec=spec))
     for j in range(draw(st.integers(1, 5))):
         size = draw(st.integers(1, 4))
         objs.append(podgroup(f"g{j}", min_member=1))
@@ -67,6 +71,12 @@ def worlds(draw):
             spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
                 {"weight": draw(st.integers(1, 50)), "preference": {"matchExpressions": [
                     {"key": "zone", "operator": "In", "values": [draw(st.sampled_from(ZONES))]}]}}]}}
+        if draw(st.integers(0, 4)) == 0:
+            spec["affinity"] = {**spec.get("affinity", {}), "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "y"}}}]}}
+        if draw(st.integers(0, 4)) == 0:
+            spec["containers"] = [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}],
+                                   "resources": {"requests": {"cpu": "100m"}}}]
         extra = {"nvidia.com/gpu": draw(st.sampled_from(["1", "2"]))} if draw(st.booleans()) else None
         cpu = draw(st.sampled_from([None, "250m", "1", "2"]))
         for k in range(size):
@@ -76,6 +86,13 @@ def worlds(draw):
 
 
 def _assert_same(ssn, task) -> None:
+    table = ssn.table
+    for name, row_fn in ssn._row_fns["node_order"].items():  # few-row (plain float) vs all-row forms
+        if row_fn.key(task) is not None:
+            rows = np.arange(min(len(table), 8))
+            assert np.array_equal(row_fn.rows(task, rows), row_fn.rows(task, None)[rows]), name
+    assert np.array_equal(table.fits_cached(task, "future"), table.fits(task, table.future_idle))
+    assert np.array_equal(table.fits_cached(task, "idle"), table.fits(task, table.idle))
     full = ssn.predicate(task).passed
     assert np.array_equal(ssn.predicate_mask(task), full)
     fast = ssn.node_order_all(task)

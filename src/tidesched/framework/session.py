@@ -153,21 +153,10 @@ class PriorityQueue:
         return len(self.heap)
 
 
-def _pod_index(name: str) -> int | None:
-    """The index of a pod named <job>-<task>-<index> (at least three dash-separated parts)."""
-    parts = name.split("-")
-    if len(parts) < 3:
-        return None
-    try:
-        return int(parts[-1])
-    except ValueError:
-        return None
-
-
 def compare_task_names(l: TaskInfo, r: TaskInfo) -> int:
     """Volcano CompareTask, the task-order fallback: lower pod index first, else creation
     time, else UID."""
-    li, ri = _pod_index(l.name), _pod_index(r.name)
+    li, ri = l.name_index, r.name_index
     if li is not None and ri is not None and li != ri:
         return -1 if li < ri else 1
     if l.creation != r.creation:

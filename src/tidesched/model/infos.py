@@ -35,6 +35,18 @@ _PIPELINED_OK = _READY | {TaskStatus.PIPELINED}
 _VALID = _PIPELINED_OK | {TaskStatus.PENDING}
 
 
+def pod_name_index(name: str) -> int | None:
+    """The index of a pod named <job>-<task>-<index> (at least three dash-separated parts),
+    the task order's fallback (Volcano CompareTask)."""
+    parts = name.split("-")
+    if len(parts) < 3:
+        return None
+    try:
+        return int(parts[-1])
+    except ValueError:
+        return None
+
+
 class TaskInfo:
     """One pod in the session: its parsed record plus the session's status and placement."""
 
@@ -61,6 +73,7 @@ class TaskInfo:
         "template_key",
         "fit_error",
         "order_key",
+        "name_index",
     )
 
     def __init__(self, pod: Pod, job: str, priority: int) -> None:
@@ -87,6 +100,7 @@ class TaskInfo:
         self.template_key: Any = None
         self.fit_error: Any = None
         self.order_key: Any = None
+        self.name_index = pod_name_index(self.name)
 
     def __repr__(self) -> str:
         return f"Task({self.key}, {self.status.label()}, node={self.node_name or '-'})"

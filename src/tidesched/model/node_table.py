@@ -194,12 +194,14 @@ class NodeTable:
             return values
         values, seen = entry
         if seen < len(log):
-            pending = log[seen:]
-            if len(pending) * 4 >= len(self.names):
+            n = len(self.names)
+            # Usually one or two rows: a set is much cheaper than np.unique here. The log
+            # repeats rows (a move logs its old and new row), so count distinct ones.
+            changed = set(log[seen:]) if len(log) - seen < n else None
+            if changed is None or len(changed) * 4 >= n:
                 values[:] = compute(None)
             else:
-                # Usually one or two rows: a set is much cheaper than np.unique here.
-                rows = np.array(sorted(set(pending)), dtype=np.int64)
+                rows = np.array(sorted(changed), dtype=np.int64)
                 values[rows] = compute(rows)
             entry[1] = len(log)
         return values
@@ -212,6 +214,13 @@ class NodeTable:
         key = (which, check.tobytes())
 
         def compute(rows: np.ndarray | None) -> np.ndarray:
+            if rows is not None and len(rows) <= 8:
+                # A few rows in plain floats: numpy's per-call overhead would dominate.
+                limits = check.tolist()
+                return np.array(
+                    [all(a + MIN_RESOURCE > c for a, c in zip(avail[i].tolist(), limits)) for i in rows.tolist()],
+                    dtype=bool,
+                )
             part = avail if rows is None else avail[rows]
             return np.all(part + MIN_RESOURCE > check, axis=1)
 

@@ -108,6 +108,41 @@ def _balanced_row(alloc: "list[float]", req: "list[float]") -> float:
     return float(math.trunc((1.0 - std) * 100.0))
 
 
+def _least2(a0: float, a1: float, r0: float, r1: float) -> float:
+    """``_least_row`` over cpu and memory, unrolled (the one-row path runs per placement)."""
+    total, cnt = 0.0, 0
+    if a0 > 0:
+        cnt = 1
+        if r0 <= a0:
+            total += math.floor((a0 - r0) * 100 / a0)
+    if a1 > 0:
+        cnt += 1
+        if r1 <= a1:
+            total += math.floor((a1 - r1) * 100 / a1)
+    return float(math.floor(total / cnt)) if cnt else 0.0
+
+
+def _most2(a0: float, a1: float, r0: float, r1: float) -> float:
+    """``_most_row`` over cpu and memory, unrolled."""
+    total, cnt = 0.0, 0
+    if a0 > 0:
+        cnt = 1
+        total += math.floor(min(r0, a0) * 100 / a0)
+    if a1 > 0:
+        cnt += 1
+        total += math.floor(min(r1, a1) * 100 / a1)
+    return float(math.floor(total / cnt)) if cnt else 0.0
+
+
+def _balanced2(a0: float, a1: float, r0: float, r1: float) -> float:
+    """``_balanced_row`` over cpu and memory, unrolled."""
+    if a0 > 0 and a1 > 0:
+        std = abs(min(r0 / a0, 1.0) - min(r1 / a1, 1.0)) / 2
+    else:
+        std = 0.0
+    return float(math.trunc((1.0 - std) * 100.0))
+
+
 def _balanced(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
     """BalancedAllocation: (1 − std of requested fractions) × 100, fractions capped at 1."""
     inc = alloc > 0
@@ -140,6 +175,7 @@ class NodeOrderPlugin(Plugin):
         # Per template key: no PreferNoSchedule taint on any node goes untolerated.
         self._taint_free: dict[str, bool] = {}
         self._computes: dict[bytes, tuple[object, Any]] = {}
+        self._row_keys: dict[str, tuple[object, str] | None] = {}
         ssn.add_fn("node_order", self.name, self.score)
         ssn.add_row_fn("node_order", self.name, RowFn(self._row_key, self._rows))
 
@@ -184,7 +220,15 @@ class NodeOrderPlugin(Plugin):
 
     def _row_key(self, task: "TaskInfo") -> tuple[object, str] | None:
         """Row-local unless a scorer reads placed pods on other nodes (pod affinity, topology
-        spread) or normalises over the candidates (untolerated PreferNoSchedule taints)."""
+        spread) or normalises over the candidates (untolerated PreferNoSchedule taints). The
+        answer depends on the pod and the nodes only: kept per task for the session."""
+        try:
+            return self._row_keys[task.uid]
+        except KeyError:
+            key = self._row_keys[task.uid] = self._task_row_key(task)
+            return key
+
+    def _task_row_key(self, task: "TaskInfo") -> tuple[object, str] | None:
         w = self.weights
         if w["podaffinity"] and self._preferred_pod_terms(task):
             return None
@@ -197,7 +241,11 @@ class NodeOrderPlugin(Plugin):
                 free = self._taint_free[template] = not self.taints.prefer_no_schedule_counts(task.pod.tolerations).any()
             if not free:
                 return None
-        return self._resource_compute(task)[0], template
+        # The template enters the scores only through preferred node affinity (the taint
+        # part is the same constant for every taint-free template): pods that differ only in
+        # selectors or tolerations share one vector, so fewer vectors fall behind.
+        preferred = w["nodeaffinity"] and self._preferred_node_terms(task)
+        return self._resource_compute(task)[0], template if preferred else ""
 
     def _rows(self, task: "TaskInfo", rows: np.ndarray | None) -> np.ndarray:
         """``score`` for the given rows when ``_row_key`` holds, summed in the same order."""
@@ -243,26 +291,31 @@ class NodeOrderPlugin(Plugin):
         balanced_req = req_vec[cols]
         use_balanced = bool(w["balancedresource"] and np.any(balanced_req > 0))
 
+        wl, wm, wb = w["leastrequested"], w["mostrequested"], w["balancedresource"]
+        nz0, nz1 = nonzero.tolist()
+        breq = balanced_req.tolist()
+        alloc_rows, used_rows = table.allocatable, table.used
+        two_balanced = cols == [0, 1]  # no GPU column: BalancedAllocation over cpu, memory
+
         def compute_rows(rows: np.ndarray) -> np.ndarray:
-            out = np.zeros(len(rows))
-            nz = nonzero.tolist()
-            breq = balanced_req.tolist()
-            for k, i in enumerate(rows.tolist()):
-                alloc = table.allocatable[i].tolist()
-                used = table.used[i].tolist()
-                a2 = alloc[:2]
-                r2 = [used[0] + nz[0], used[1] + nz[1]]
+            values = []
+            for i in rows.tolist():
+                alloc = alloc_rows[i].tolist()
+                used = used_rows[i].tolist()
+                a0, a1 = alloc[0], alloc[1]
+                r0, r1 = used[0] + nz0, used[1] + nz1
                 v = 0.0
-                if w["leastrequested"]:
-                    v += w["leastrequested"] * _least_row(a2, r2)
-                if w["mostrequested"]:
-                    v += w["mostrequested"] * _most_row(a2, r2)
+                if wl:
+                    v += wl * _least2(a0, a1, r0, r1)
+                if wm:
+                    v += wm * _most2(a0, a1, r0, r1)
                 if use_balanced:
-                    v += w["balancedresource"] * _balanced_row(
-                        [alloc[c] for c in cols], [used[c] + b for c, b in zip(cols, breq)]
-                    )
-                out[k] = v
-            return out
+                    if two_balanced:
+                        v += wb * _balanced2(a0, a1, used[0] + breq[0], used[1] + breq[1])
+                    else:
+                        v += wb * _balanced_row([alloc[c] for c in cols], [used[c] + b for c, b in zip(cols, breq)])
+                values.append(v)
+            return np.array(values)
 
         def compute(rows: np.ndarray | None) -> np.ndarray:
             if rows is not None and len(rows) <= 8:

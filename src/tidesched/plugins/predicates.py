@@ -86,6 +86,15 @@ def template_key(task: "TaskInfo") -> str:
     if key is None:
         spec = task.pod.raw_spec
         affinity = spec.get("affinity") or {}
+        selector = spec.get("nodeSelector") or {}
+        if (
+            not affinity and not spec.get("tolerations") and isinstance(selector, dict)
+            and all(type(k) is str and type(v) is str for k, v in selector.items())
+        ):
+            # The common pod (at most a plain node selector): a cheaper key than JSON, which
+            # always starts with "[", so the two forms never collide.
+            key = task.template_key = "S" + repr(sorted(selector.items()))
+            return key
         key = json.dumps(
             [
                 spec.get("nodeSelector") or {},
@@ -141,6 +150,7 @@ class PredicatesPlugin(Plugin):
         self._evicted: dict[str, int] = {}
         self._evicted_per_row = np.zeros(len(table), dtype=np.int64)
         ssn.add_fn("predicate", self.name, self.predicate)
+        self._row_keys: dict[str, str | None] = {}  # by task uid: what the pod alone decides
         ssn.add_row_fn("predicate", self.name, RowFn(self._row_key, self._rows))
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
@@ -208,12 +218,20 @@ class PredicatesPlugin(Plugin):
 
     def _row_key(self, task: "TaskInfo") -> str | None:
         """Row-local (static filters and the node's pod slots) unless the task needs the
-        checks that read other pods: host ports, pod (anti-)affinity, hard topology spread."""
+        checks that read other pods: host ports, pod (anti-)affinity, hard topology spread,
+        or placed pods' anti-affinity."""
+        if self._anti_holders and self.pod_affinity_on:
+            return None
+        try:
+            return self._row_keys[task.uid]
+        except KeyError:
+            key = self._row_keys[task.uid] = self._task_row_key(task)
+            return key
+
+    def _task_row_key(self, task: "TaskInfo") -> str | None:
         if self.ports_on and task.pod.host_ports:
             return None
-        if self.pod_affinity_on and (
-            self._anti_holders or _pod_affinity(task, "podAffinity") or _pod_affinity(task, "podAntiAffinity")
-        ):
+        if self.pod_affinity_on and (_pod_affinity(task, "podAffinity") or _pod_affinity(task, "podAntiAffinity")):
             return None
         if self.spread_on and any(c.hard for c in task.pod.spread_constraints):
             return None
