@@ -167,7 +167,9 @@ def mapping(obj: Mapping[str, Any], key: str, field_name: str) -> Mapping[str, A
     value = obj.get(key)
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    # ``type(...) is dict`` first: parsed JSON/YAML is plain dicts, and the ABC check costs
+    # about a microsecond, paid for every field of every object read.
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise ObjectError(field_name, f"expected a mapping, got {type(value).__name__}")
     return value
 
@@ -177,6 +179,9 @@ def str_map(obj: Mapping[str, Any], key: str, field_name: str) -> dict[str, str]
     as a YAML author means them (``gpu.count: 8``); a nested mapping or list is an error."""
     out: dict[str, str] = {}
     for k, v in mapping(obj, key, field_name).items():
+        if type(v) is str and type(k) is str:  # the usual case, without the checks below
+            out[k] = v
+            continue
         if isinstance(v, (Mapping, list, tuple, set)):
             raise ObjectError(f"{field_name}[{k}]", f"expected a string, got {type(v).__name__}")
         if isinstance(v, bool):
@@ -200,6 +205,6 @@ def mappings(obj: Mapping[str, Any], key: str, field_name: str) -> list[Mapping[
     """``obj[key]`` as a list of mappings (containers, tolerations, ports); absent → []."""
     items = list_of(obj, key, field_name)
     for i, item in enumerate(items):
-        if not isinstance(item, Mapping):
+        if type(item) is not dict and not isinstance(item, Mapping):
             raise ObjectError(f"{field_name}[{i}]", f"expected a mapping, got {type(item).__name__}")
     return items

@@ -12,6 +12,7 @@ from pathlib import Path
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import orjson
 import yaml
 
 try:
@@ -67,13 +68,23 @@ def _flatten(obj: Any, source: str) -> Iterator[Manifest]:
     yield Manifest(source, obj)
 
 
+def _json_loads(text: str) -> Any:
+    """orjson for speed (a 20,000-pod list parses several times faster); what it refuses but
+    the standard parser takes (NaN, integers beyond 64 bits) goes to the standard parser, so
+    the accepted input and its messages are the same as before."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def load_text(text: str, source: str) -> list[Manifest]:
     """Parse one file's text: JSON (object, list or List) or multi-document YAML."""
     stripped = text.lstrip()
     out: list[Manifest] = []
     if source.endswith(".json") or stripped[:1] in ("[", "{"):
         try:
-            out.extend(_flatten(json.loads(text), source))
+            out.extend(_flatten(_json_loads(text), source))
             return out
         except json.JSONDecodeError:
             if source.endswith(".json"):

@@ -53,7 +53,7 @@ _int = parse_int
 def _resources(raw: Any, field_name: str) -> Resource:
     if raw is None:
         return Resource()
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         raise ObjectError(field_name, f"expected a resource list, got {type(raw).__name__}")
     try:
         r = Resource.from_resource_list(raw)
@@ -170,6 +170,8 @@ def _affinity(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     mappings), so the predicates and scorers that walk it meet no wrong type. What a term
     says (operators, values) is judged per pod at scheduling time, as before."""
     affinity = _mapping(spec, "affinity", "spec.affinity")
+    if not affinity:
+        return affinity
     node = _mapping(affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
     required = _mapping(node, _REQUIRED, f"spec.affinity.nodeAffinity.{_REQUIRED}")
     mappings(required, "nodeSelectorTerms", f"spec.affinity.nodeAffinity.{_REQUIRED}.nodeSelectorTerms")
