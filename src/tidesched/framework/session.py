@@ -121,6 +121,11 @@ class Decisions:
         }
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
 class _Ordered:
     """Heap entry ordered by a session comparator (Volcano's PriorityQueue)."""
 
@@ -285,19 +290,24 @@ class Session:
                 return None
             keys.append(k)
         table = self.table
+        if not chain:
+            return self._empty_hook_vector(hook)
+        first, rest = chain[0], chain[1:]
+        # Row fns return fresh arrays, so the first is the running value: ANDing into all-true
+        # or adding to zeros first would change nothing (0.0 + x is x exactly).
         if hook == "predicate":
 
             def compute(rows: np.ndarray | None) -> np.ndarray:
-                out = np.ones(len(table) if rows is None else len(rows), dtype=bool)
-                for rf in chain:
+                out = first.rows(task, rows)
+                for rf in rest:
                     out &= rf.rows(task, rows)
                 return out
 
         else:
 
             def compute(rows: np.ndarray | None) -> np.ndarray:
-                out = np.zeros(len(table) if rows is None else len(rows))
-                for rf in chain:
+                out = first.rows(task, rows).astype(float, copy=False)
+                for rf in rest:
                     out += rf.rows(task, rows)
                 return out
 
@@ -492,6 +502,12 @@ class Session:
                 if err:
                     return str(err)
         return None
+
+    def _empty_hook_vector(self, hook: str) -> np.ndarray:
+        """No plugin fn for the hook: every node passes, every score is 0 (shared, read-only)."""
+        return self.table.memo(("session-empty", hook), lambda: _read_only(
+            np.ones(len(self.table), dtype=bool) if hook == "predicate" else np.zeros(len(self.table))
+        ))
 
     def predicate_mask(self, task: TaskInfo) -> np.ndarray:
         """Which nodes pass every plugin predicate, without the reasons: from the row cache

@@ -244,6 +244,11 @@ class PredicatesPlugin(Plugin):
         table = self.ssn.table
         if rows is None:
             return static & (table.pod_count - self._evicted_per_row < table.max_pods)
+        if len(rows) <= 8:  # a few rows (one per placement) in plain Python: same test
+            count, evicted, most = table.pod_count, self._evicted_per_row, table.max_pods
+            return np.array(
+                [bool(static[i]) and int(count[i]) - int(evicted[i]) < int(most[i]) for i in rows.tolist()], dtype=bool
+            )
         return static[rows] & (table.pod_count[rows] - self._evicted_per_row[rows] < table.max_pods[rows])
 
     def predicate(self, task: "TaskInfo") -> PredicateResult:
