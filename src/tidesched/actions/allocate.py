@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tidesched.actions import register_action
-from tidesched.framework.placement import best_node, feasible_nodes, no_node_errors
+from tidesched.framework.placement import choose_node, no_node_errors
 from tidesched.framework.session import FitErrors, PriorityQueue
 from tidesched.framework.statement import Statement
 from tidesched.model.status import PodGroupPhase, TaskStatus
@@ -106,16 +106,13 @@ def _allocate_tasks(ssn: "Session", stmt: Statement, tasks: PriorityQueue, job: 
         if err:
             job.fit_errors[task.uid] = FitErrors(total_nodes=len(table), message=err)
             break
-        feasible, fit = feasible_nodes(ssn, task)
-        if not feasible.any():
+        node, now, fit = choose_node(ssn, task)
+        if node is None:
             job.fit_errors[task.uid] = no_node_errors(ssn, task, fit)
             if job.need_continue_allocating():
                 continue
             break
-        idle_fit = feasible & table.fits_cached(task, "idle")
-        node = best_node(ssn, task, idle_fit) if idle_fit.any() else best_node(ssn, task, feasible)
-        assert node is not None
-        if idle_fit[node]:
+        if now:
             stmt.allocate(task, table.names[node])
         else:
             stmt.pipeline(task, table.names[node])

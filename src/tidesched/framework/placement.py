@@ -44,6 +44,29 @@ def best_node(ssn: "Session", task: "TaskInfo", candidates: np.ndarray) -> int |
     return int(idx[int(np.argmax(scores))])
 
 
+def choose_node(ssn: "Session", task: "TaskInfo") -> tuple[int | None, bool, np.ndarray]:
+    """The allocate action's choice: the best node where the task fits now (idle), else the
+    best where it fits once releasing resources are freed (future: pipeline), else None;
+    whether it fits now; and the future fit, for ``no_node_errors``."""
+    table = ssn.table
+    feasible, fit = feasible_nodes(ssn, task)
+    assert fit is not None
+    idle_fit = feasible & table.fits_cached(task, "idle")
+    scores = ssn.node_order_all(task)
+    if scores is not None:
+        # Scores are finite, so -inf marks the rows outside the candidates: one argmax per
+        # candidate set answers both "any candidate?" and "which is best?".
+        for candidates, now in ((idle_fit, True), (feasible, False)):
+            masked = np.where(candidates, scores, -np.inf)
+            row = int(np.argmax(masked))
+            if masked[row] != -np.inf:
+                return row, now, fit
+        return None, False, fit
+    if idle_fit.any():
+        return best_node(ssn, task, idle_fit), True, fit
+    return best_node(ssn, task, feasible), False, fit
+
+
 def no_node_errors(ssn: "Session", task: "TaskInfo", fit: np.ndarray | None) -> "FitErrors":
     """Why no node took the task (every predicate run again for its reasons: this is the
     rare path, the fast path keeps no reasons)."""

@@ -217,10 +217,15 @@ class NodeTable:
             if rows is not None and len(rows) <= 8:
                 # A few rows in plain floats: numpy's per-call overhead would dominate.
                 limits = check.tolist()
-                return np.array(
-                    [all(a + MIN_RESOURCE > c for a, c in zip(avail[i].tolist(), limits)) for i in rows.tolist()],
-                    dtype=bool,
-                )
+                out = []
+                for i in rows.tolist():
+                    ok = True
+                    for a, c in zip(avail[i].tolist(), limits):
+                        if not a + MIN_RESOURCE > c:
+                            ok = False
+                            break
+                    out.append(ok)
+                return np.array(out, dtype=bool)
             part = avail if rows is None else avail[rows]
             return np.all(part + MIN_RESOURCE > check, axis=1)
 
