@@ -53,7 +53,7 @@ def choose_node(ssn: "Session", task: "TaskInfo") -> tuple[int | None, bool, np.
     assert fit is not None
     idle_fit = feasible & table.fits_cached(task, "idle")
     scores = ssn.node_order_all(task)
-    if scores is not None:
+    if scores is not None and len(scores):
         # Scores are finite, so -inf marks the rows outside the candidates: one argmax per
         # candidate set answers both "any candidate?" and "which is best?".
         for candidates, now in ((idle_fit, True), (feasible, False)):
