@@ -182,11 +182,14 @@ def test_has_work_tracks_pods_waiting_for_a_node_and_pending_podgroups() -> None
     store.replace(POD, {"ns/other": mkpod("other", scheduler="default-scheduler"), "ns/done": mkpod("done", node="n1")})
     assert not store.has_work()
     store.apply(POD, "ADDED", "ns/p", mkpod("p"))
-    assert store.has_work()
+    store.apply(POD, "ADDED", "ns/a", mkpod("a"))
+    assert store.has_work() and store.pending_pods() == ["ns/a", "ns/p"]
+    assert store.assume("ns/a", "n1", "a") and store.pending_pods() == ["ns/p"]
     assert store.assume("ns/p", "n1", "p")
     assert not store.has_work(), "a pod whose bind is in flight is not work"
+    assert store.pending_pods() == []
     store.forget("ns/p")
-    assert store.has_work()
+    assert store.has_work() and store.pending_pods() == ["ns/p"]
     store.apply(POD, "MODIFIED", "ns/p", mkpod("p", node="n1"))
     assert not store.has_work()
     group = {"kind": "PodGroup", "metadata": {"name": "g", "namespace": "ns"}, "status": {"phase": "Pending"}}

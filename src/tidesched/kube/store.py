@@ -163,6 +163,11 @@ class ClusterStore:
                 return True
             return any(k not in self.assumed for k in self._pending_pods)
 
+    def pending_pods(self) -> list[str]:
+        """Keys of the pods of ours waiting for a node with no bind in flight, in key order."""
+        with self._cond:
+            return sorted(k for k in self._pending_pods if k not in self.assumed)
+
     def _confirm(self, key: str, pod: dict[str, Any] | None) -> None:
         a = self.assumed[key]
         if (
