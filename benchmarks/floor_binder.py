@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from tidesched.kube.api import Kube, TokenBucket, connect  # noqa: E402
 from tidesched.kube.binder import Binder  # noqa: E402
 from tidesched.kube.store import NODE, ClusterStore, start_informers  # noqa: E402
+from tidesched.scheduler import tune_gc  # noqa: E402
 
 log = logging.getLogger("tidesched.floor")
 
@@ -43,8 +44,10 @@ def main() -> int:
     args = ap.parse_args()
     # The same log format as tidesched run: benchmarks/kube.py reads "informers synced" from it.
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname).1s %(name)s] %(message)s")
-    # The same GIL switch interval as tidesched run (RunOptions.switch_interval).
+    # The same GIL switch interval (RunOptions.switch_interval) and collector thresholds as
+    # tidesched run.
     sys.setswitchinterval(0.0005)
+    tune_gc()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

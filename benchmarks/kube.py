@@ -213,7 +213,7 @@ def run_one(
         procs["scheduler"] = proc.pid
         cpu0["scheduler"] = 0.0
         spy = None
-        if py_spy and which == "tidesched":  # sampled, not paused: the figures stay honest-ish
+        if py_spy and which != "kube-scheduler":  # sampled, not paused: the figures stay honest-ish
             spy = subprocess.Popen(
                 [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(proc.pid), "--nonblocking",
                  "--threads", *os.environ.get("PYSPY_FLAGS", "--gil").split(), "-r", "100", "-f", "raw", "-o", py_spy],
