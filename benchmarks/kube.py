@@ -216,7 +216,7 @@ def run_one(
         if py_spy and which != "kube-scheduler":  # sampled, not paused: the figures stay honest-ish
             spy = subprocess.Popen(
                 [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(proc.pid), "--nonblocking",
-                 "--threads", *os.environ.get("PYSPY_FLAGS", "--gil").split(), "-r", "100", "-f", "raw", "-o", py_spy],
+                 "--threads", *os.environ.get("PYSPY_FLAGS", "--gil").split(), "-r", "100", "-f", "raw", "-o", py_spy if which == "tidesched" else f"{py_spy}.{which}"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
         deadline = time.monotonic() + timeout
@@ -258,7 +258,7 @@ def main() -> int:
     ap.add_argument("--no-floor", action="store_true", help="skip the floor run (benchmarks/floor_binder.py)")
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--tidesched-arg", action="append", default=[], help="extra flag for tidesched run")
-    ap.add_argument("--py-spy", metavar="FILE", help="sample tidesched with py-spy (installed by hand) into FILE")
+    ap.add_argument("--py-spy", metavar="FILE", help="sample tidesched with py-spy (installed by hand) into FILE (the floor into FILE.floor)")
     args = ap.parse_args()
     assets, missing = find_assets(("kube-scheduler",))
     if assets is None:
