@@ -9,6 +9,10 @@ pending pods (1 CPU / 1 Gi each, no PodGroups unless ``--gang``), then the sched
 * ``tidesched run`` as deployed: ``deploy/`` applied, its ServiceAccount's token, Volcano's
   built-in configuration, ``--kube-api-qps``/``--kube-api-burst`` 2000 (pods with
   ``schedulerName: volcano``).
+* the floor (``benchmarks/floor_binder.py``, unless ``--no-floor``): tidesched's informers and
+  binder with the same ServiceAccount, limiter and watches, but no scheduling decision — every
+  pending pod is bound round-robin as soon as it is seen. Its pods/s is the most any scheduler
+  built on this plumbing can reach on this control plane and machine.
 
 Bindings are counted from the API server's audit log (a local file: counting costs the API server
 nothing). Printed per run: pods/s from the first bind to the last, the first bind's delay after
@@ -19,6 +23,8 @@ pod by resource (the API server's own request counters). Run by hand:
     .venv/bin/python benchmarks/kube.py                     # 1,000 × 5,000 and 5,000 × 10,000
     .venv/bin/python benchmarks/kube.py --sizes 1000x5000 --gang 8
     .venv/bin/python benchmarks/kube.py --only tidesched --sizes 200x1000
+
+The table ends with each size's ratios to kube-scheduler (tidesched's and the floor's).
 """
 
 from __future__ import annotations
@@ -127,12 +133,29 @@ def bind_times(cp: ControlPlane) -> list[float]:
     return sorted(out)
 
 
-def count_binds(cp: ControlPlane) -> int:
-    try:
-        with open(cp.workdir / "audit.log", "rb") as f:
-            return sum(1 for line in f if b'"binding"' in line and b'"code":201' in line)
-    except OSError:
-        return 0
+class BindCounter:
+    """Successful bindings in the audit log so far, reading only what was appended since the
+    last call: re-reading the whole log every poll cost the machine a tenth of a core at
+    5,000 × 10,000, taken from the processes being measured."""
+
+    def __init__(self, cp: ControlPlane) -> None:
+        self.path = cp.workdir / "audit.log"
+        self.offset = 0
+        self.count = 0
+
+    def __call__(self) -> int:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return self.count
+        end = data.rfind(b"\n") + 1  # whole lines only; a line being written is read next time
+        for line in data[:end].split(b"\n"):
+            if b'"binding"' in line and b'"code":201' in line:
+                self.count += 1
+        self.offset += end
+        return self.count
 
 
 def synced_at(log: Path) -> float | None:
@@ -174,6 +197,11 @@ def start_scheduler(which: str, cp: ControlPlane, workdir: Path, extra: list[str
             "leaderElection:\n  leaderElect: false\n"
         )
         cmd = [str(cp.assets / "kube-scheduler"), f"--config={conf}", "--secure-port=0", "-v=1"]
+    elif which == "floor":
+        token = cp.service_account_token(SA_NAMESPACE, SA_NAME)
+        kubeconfig = cp.kubeconfig(workdir / "floor.kubeconfig", token)
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "floor_binder.py"), f"--kubeconfig={kubeconfig}",
+               "--kube-api-qps=2000", "--kube-api-burst=2000"]
     else:
         token = cp.service_account_token(SA_NAMESPACE, SA_NAME)
         kubeconfig = cp.kubeconfig(workdir / "tidesched.kubeconfig", token)
@@ -202,14 +230,15 @@ def run_one(
         procs["scheduler"] = proc.pid
         cpu0["scheduler"] = 0.0
         spy = None
-        if py_spy and which == "tidesched":  # sampled, not paused: the figures stay honest-ish
+        if py_spy and which != "kube-scheduler":  # sampled, not paused: the figures stay honest-ish
             spy = subprocess.Popen(
                 [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(proc.pid), "--nonblocking",
-                 "--threads", *os.environ.get("PYSPY_FLAGS", "--gil").split(), "-r", "100", "-f", "raw", "-o", py_spy],
+                 "--threads", *os.environ.get("PYSPY_FLAGS", "--gil").split(), "-r", "100", "-f", "raw", "-o", py_spy if which == "tidesched" else f"{py_spy}.{which}"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
         deadline = time.monotonic() + timeout
-        while count_binds(cp) < pods and time.monotonic() < deadline and proc.poll() is None:
+        count_binds = BindCounter(cp)
+        while count_binds() < pods and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.5)
         cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in procs.items()}
         if spy is not None:
@@ -243,10 +272,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000x5000,5000x10000", help="NODESxPODS, comma-separated")
     ap.add_argument("--gang", type=int, default=0, help="also run tidesched with PodGroups of this size")
-    ap.add_argument("--only", choices=["kube-scheduler", "tidesched"], default=None)
+    ap.add_argument("--only", choices=["kube-scheduler", "floor", "tidesched"], default=None)
+    ap.add_argument("--no-floor", action="store_true", help="skip the floor run (benchmarks/floor_binder.py)")
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--tidesched-arg", action="append", default=[], help="extra flag for tidesched run")
-    ap.add_argument("--py-spy", metavar="FILE", help="sample tidesched with py-spy (installed by hand) into FILE")
+    ap.add_argument("--py-spy", metavar="FILE", help="sample tidesched with py-spy (installed by hand) into FILE (the floor into FILE.floor)")
     args = ap.parse_args()
     assets, missing = find_assets(("kube-scheduler",))
     if assets is None:
@@ -256,6 +286,8 @@ def main() -> int:
     for size in args.sizes.split(","):
         nodes, pods = (int(x) for x in size.lower().split("x"))
         runs = [("kube-scheduler", 0), ("tidesched", 0)]
+        if not args.no_floor:
+            runs.insert(1, ("floor", 0))
         if args.gang:
             runs.append(("tidesched", args.gang))
         for which, gang in runs:
@@ -272,6 +304,15 @@ def main() -> int:
     for r in results:
         per_pod = ", ".join(f"{k} {v / max(r.bound, 1):.3f}" for k, v in sorted(r.writes.items(), key=lambda kv: -kv[1]))
         print(f"{r.scheduler:<15} {r.nodes:>6} × {r.pods:<6} {r.gang or '-':>4}  {per_pod}")
+    print("\npods/s relative to kube-scheduler's in the same run:")
+    for size in sorted({(r.nodes, r.pods) for r in results}):
+        rate = {(r.scheduler, r.gang): r.pods_per_s for r in results if (r.nodes, r.pods) == size}
+        base = rate.get(("kube-scheduler", 0))
+        if not base:
+            continue
+        ratios = ", ".join(f"{which}{f' (gang {g})' if g else ''} {v / base:.2f}×" for (which, g), v in rate.items()
+                           if which != "kube-scheduler")
+        print(f"{size[0]:>6} × {size[1]:<6}  {ratios}")
     return 0
 
 

@@ -23,6 +23,25 @@ def test_list_in_pages_and_only_whole_lists_enter_the_cache() -> None:
         assert api.count("GET", r"^/api/v1/nodes$") >= 3  # 3 + 3 + 1 items
 
 
+def test_the_cache_keeps_objects_without_managed_fields() -> None:
+    """Listed and watched objects lose metadata.managedFields (as kube-scheduler's informers
+    trim them); everything else stays, and the kind is set on list items."""
+    fields = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+    with fake_api() as api:
+        listed = node("n1")
+        listed["metadata"]["managedFields"] = fields
+        api.create(listed)
+        with informers(api) as (store, _):
+            assert store.wait_synced(10)
+            watched = pod("p1")
+            watched["metadata"]["managedFields"] = fields
+            api.create(watched)
+            assert wait(lambda: store.get(POD, "ns/p1") is not None)
+            for obj in (store.get(NODE, "n1"), store.get(POD, "ns/p1")):
+                assert obj is not None and "managedFields" not in obj["metadata"]
+                assert obj["kind"] in (NODE, POD) and obj["metadata"]["uid"]
+
+
 def test_bookmarks_advance_the_resource_version() -> None:
     with fake_api(bookmark_interval=0.05) as api:
         api.create(node("n1"))
@@ -182,11 +201,14 @@ def test_has_work_tracks_pods_waiting_for_a_node_and_pending_podgroups() -> None
     store.replace(POD, {"ns/other": mkpod("other", scheduler="default-scheduler"), "ns/done": mkpod("done", node="n1")})
     assert not store.has_work()
     store.apply(POD, "ADDED", "ns/p", mkpod("p"))
-    assert store.has_work()
+    store.apply(POD, "ADDED", "ns/a", mkpod("a"))
+    assert store.has_work() and store.pending_pods() == ["ns/a", "ns/p"]
+    assert store.assume("ns/a", "n1", "a") and store.pending_pods() == ["ns/p"]
     assert store.assume("ns/p", "n1", "p")
     assert not store.has_work(), "a pod whose bind is in flight is not work"
+    assert store.pending_pods() == []
     store.forget("ns/p")
-    assert store.has_work()
+    assert store.has_work() and store.pending_pods() == ["ns/p"]
     store.apply(POD, "MODIFIED", "ns/p", mkpod("p", node="n1"))
     assert not store.has_work()
     group = {"kind": "PodGroup", "metadata": {"name": "g", "namespace": "ns"}, "status": {"phase": "Pending"}}

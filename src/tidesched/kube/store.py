@@ -163,6 +163,11 @@ class ClusterStore:
                 return True
             return any(k not in self.assumed for k in self._pending_pods)
 
+    def pending_pods(self) -> list[str]:
+        """Keys of the pods of ours waiting for a node with no bind in flight, in key order."""
+        with self._cond:
+            return sorted(k for k in self._pending_pods if k not in self.assumed)
+
     def _confirm(self, key: str, pod: dict[str, Any] | None) -> None:
         a = self.assumed[key]
         if (
@@ -334,6 +339,18 @@ def _waiting_pod(pod: dict[str, Any], names: frozenset[str] | None) -> bool:
     return ((pod.get("status") or {}).get("phase") or "Pending") == "Pending"
 
 
+def _trim(obj: dict[str, Any], rtype: ResourceType) -> None:
+    """An object as the cache keeps it. List items of built-in kinds come without kind and
+    apiVersion; the core needs kind. ``metadata.managedFields`` goes, as kube-scheduler's
+    informers drop it: nothing here reads it, it is half of a pod's JSON containers (which the
+    garbage collector walks again and again), and a PUT without it keeps the server's copy."""
+    obj["kind"] = rtype.kind
+    obj.setdefault("apiVersion", rtype.api_version)
+    md = obj.get("metadata")
+    if isinstance(md, dict):
+        md.pop("managedFields", None)
+
+
 class _Gone(Exception):
     """The resourceVersion (or continue token) is too old: relist."""
 
@@ -423,9 +440,7 @@ class Informer:
                     raise _Gone from exc
                 raise
             for obj in body.get("items") or []:
-                # List items of built-in kinds come without kind/apiVersion; the core needs kind.
-                obj["kind"] = self.rtype.kind
-                obj.setdefault("apiVersion", self.rtype.api_version)
+                _trim(obj, self.rtype)
                 items[object_key(obj, self.rtype.namespaced)] = obj
             meta = body.get("metadata") or {}
             token = meta.get("continue")
@@ -467,8 +482,7 @@ class Informer:
                     continue
                 if etype not in ("ADDED", "MODIFIED", "DELETED"):
                     continue
-                obj["kind"] = self.rtype.kind
-                obj.setdefault("apiVersion", self.rtype.api_version)
+                _trim(obj, self.rtype)
                 self.store.apply(self.rtype.kind, etype, object_key(obj, self.rtype.namespaced), obj)
                 if rv:
                     self.resource_version = rv
