@@ -727,3 +727,30 @@ def test_a_pod_on_a_missing_node_is_a_violation() -> None:
     world.remove("Node", "ghost")  # the node goes, its pod stays: the simulator lost track of it
     (v,) = checker.check_world(5.0)
     assert v.rule == "SIM pod-node" and "ns/p are bound to node ghost, which does not exist" in v.message
+
+
+def test_step_entries_reused_only_when_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Accounting reuses a card model's or queue's step entry while its inputs stand still; a
+    run whose every entry is made afresh records the very same steps."""
+    from tidesched.sim import metrics
+
+    class NeverHit(dict):  # type: ignore[type-arg]
+        def get(self, key: object, default: object = None) -> object:
+            return default
+
+    fresh_init = metrics.Accounting.__init__
+
+    def init(self: metrics.Accounting, *a: object, **k: object) -> None:
+        fresh_init(self, *a, **k)
+        self._card_entries = NeverHit()
+        self._queue_entries = NeverHit()
+
+    reused = simulate(bundled_example())
+    monkeypatch.setattr(metrics.Accounting, "__init__", init)
+    fresh = simulate(bundled_example())
+    assert result_json(reused) == result_json(fresh)
+    # Entries are shared between steps when nothing changed, and not otherwise.
+    steps = reused["steps"]
+    shared = sum(1 for a, b in zip(steps, steps[1:]) for q in a["queues"] if a["queues"][q] is b["queues"].get(q))
+    changed = sum(1 for a, b in zip(steps, steps[1:]) for q in a["queues"] if a["queues"][q] != b["queues"].get(q))
+    assert shared > 0 and changed > 0
