@@ -162,9 +162,11 @@ class InvariantChecker:
         nodes = self.world.objects["Node"]
         self._nodes_seen.update(nodes)
         out = []
-        for node_name in sorted(
-            n for n, pods in self.world.pods_by_node.items() if pods and n not in nodes and n in self._nodes_seen
-        ):
+        by_node = self.world.pods_by_node
+        # Node names that hold pods but no Node: a set difference of the two key views (checked
+        # after every step, over every node of the cluster).
+        gone = by_node.keys() - nodes.keys()
+        for node_name in sorted(n for n in gone if by_node[n] and n in self._nodes_seen):
             pods = sorted(self.world.pods_by_node[node_name])
             out.append(
                 Violation(t, RULE_POD_NODE, f"pods {', '.join(pods[:5])} are bound to node {node_name}, which does not exist")
