@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from tidesched.framework.plugin import PERMIT, EventHandler, Plugin, register_plugin
-from tidesched.model.resource import CPU, MEMORY, PODS, Resource, share as _share
+from tidesched.model.resource import CPU, MEMORY, Resource, share as _share
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -82,33 +82,20 @@ def dominant_share_fn(total: Resource, names: list[str]) -> "Callable[[Resource]
     """``dominant_share`` against a fixed ``total``, with the total's amounts read once: it
     runs for every job at every session open."""
     cols = [(name, total.get(name)) for name in names]
-    # A dimension the job holds none of has share 0, which never beats the running best (it
-    # starts at 0 and only a larger share replaces it): only the job's own non-zero amounts
-    # are looked at, in ``names`` order. A cluster of many card models has dozens of names.
-    position: dict[str, int] = {}
-    for i, (name, _tot) in enumerate(cols):
-        position.setdefault(name, i)
-    reads_pods = PODS in position
 
     def dominant(allocated: Resource) -> tuple[str, float]:
-        held: list[tuple[int, str, float]] = []
-        if allocated.milli_cpu and CPU in position:
-            held.append((position[CPU], CPU, allocated.milli_cpu))
-        if allocated.memory and MEMORY in position:
-            held.append((position[MEMORY], MEMORY, allocated.memory))
-        scalars = allocated.scalars
-        if scalars:
-            for name, a in scalars.items():
-                if a and name in position and (name != CPU and name != MEMORY):
-                    held.append((position[name], name, a))
-        if reads_pods and PODS not in scalars and allocated.max_task_num:
-            held.append((position[PODS], PODS, float(allocated.max_task_num)))  # get() reads it so
-        if len(held) > 1:
-            held.sort()
         best = 0.0
         dominant = ""
-        for i, name, a in held:
-            tot = cols[i][1]
+        scalars = allocated.scalars
+        for name, tot in cols:
+            if name == CPU:
+                a = allocated.milli_cpu
+            elif name == MEMORY:
+                a = allocated.memory
+            elif name in scalars:
+                a = scalars[name]
+            else:
+                a = allocated.get(name)  # pods reads max_task_num; a missing scalar is 0
             if tot == 0:
                 s = 0.0 if a == 0 else 1.0
             else:
