@@ -246,6 +246,9 @@ class World:
         # Deployment, PodGroups of an owner), so controllers never scan a whole kind.
         self._owned: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.deleting_since: dict[str, float] = {}
+        # Moves whenever a Node comes or goes or pods_by_node gains a node name: what the
+        # pod-node invariant compares, so it need not compare every node at every step.
+        self.node_names_version = 0
 
     # -- identity -----------------------------------------------------------------------
 
@@ -285,6 +288,8 @@ class World:
         store[key] = obj
         if old is None:
             self._sorted[kind] = None
+            if kind == "Node":
+                self.node_names_version += 1
         self.revision += 1
         self.cache.update(kind, key, obj)
         if kind == "Pod":
@@ -301,6 +306,8 @@ class World:
             return None
         self._sorted[kind] = None
         self.revision += 1
+        if kind == "Node":
+            self.node_names_version += 1
         self.cache.update(kind, key, None)
         if kind == "Pod":
             self._index_pod(key, old, None)
@@ -315,6 +322,8 @@ class World:
         for index, k in self._pod_index_entries(key, old):
             index[k].discard(key)
         for index, k in self._pod_index_entries(key, new):
+            if index is self.pods_by_node and k not in index:
+                self.node_names_version += 1
             index[k].add(key)
 
     def _pod_index_entries(self, key: str, pod: Mapping[str, Any] | None) -> list[tuple[Any, Any]]:
