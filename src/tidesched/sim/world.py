@@ -25,6 +25,7 @@ why a pod went (``evict``, ``kill``, ``delete``, ``scale``, ``node``, ``gc``).
 
 from __future__ import annotations
 
+import functools
 import random
 import uuid
 from collections import defaultdict
@@ -55,8 +56,10 @@ FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
 Listener = Callable[[str, str, "dict[str, Any] | None", "dict[str, Any] | None", str], None]
 
 
+@functools.lru_cache(maxsize=1024)
 def iso(t: float) -> str:
-    """RFC 3339 time of simulated second ``t``."""
+    """RFC 3339 time of simulated second ``t`` (remembered: a step writes the same time on
+    every pod it binds and every condition it changes)."""
     dt = datetime.fromtimestamp(EPOCH + t, tz=UTC)
     spec = "seconds" if float(t).is_integer() else "microseconds"
     return dt.isoformat(timespec=spec).replace("+00:00", "Z")
@@ -82,29 +85,32 @@ def as_map(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
+# ``type(x) is dict`` first: the common case without the ABC check (these run on every change).
+
+
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
+    return m if type(m) is dict or isinstance(m, Mapping) else {}
 
 
 def annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
     a = meta(obj).get("annotations")
-    return a if isinstance(a, Mapping) else {}
+    return a if type(a) is dict or isinstance(a, Mapping) else {}
 
 
 def labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
     a = meta(obj).get("labels")
-    return a if isinstance(a, Mapping) else {}
+    return a if type(a) is dict or isinstance(a, Mapping) else {}
 
 
 def spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     s = obj.get("spec")
-    return s if isinstance(s, Mapping) else {}
+    return s if type(s) is dict or isinstance(s, Mapping) else {}
 
 
 def status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     s = obj.get("status")
-    return s if isinstance(s, Mapping) else {}
+    return s if type(s) is dict or isinstance(s, Mapping) else {}
 
 
 def pod_node(pod: Mapping[str, Any]) -> str:
