@@ -654,3 +654,15 @@ def test_good_arguments_load() -> None:
         "  arguments: {enableGangSafeReclaim: false}\n"
     )
     assert config.action_arguments("reclaim").get_bool("enableGangSafeReclaim", True) is False
+
+
+def test_plugin_args_made_once_and_again_after_a_change() -> None:
+    from tidesched.framework.config import PluginOption
+
+    opt = PluginOption("binpack", arguments={"binpack.weight": 2})
+    first = opt.args
+    assert opt.args is first and first.get_int("binpack.weight", 1) == 2
+    opt.arguments["binpack.weight"] = 5  # the dict is the option's own; a change is seen
+    assert opt.args is not first and opt.args.get_int("binpack.weight", 1) == 5
+    assert first.get_int("binpack.weight", 1) == 2  # what a plugin was given stays as it was
+    assert opt == PluginOption("binpack", arguments={"binpack.weight": 5})  # the cache is no field

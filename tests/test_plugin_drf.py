@@ -269,3 +269,42 @@ def test_hdrf_reclaimer_that_becomes_saturated_loses() -> None:
     assert victims == []
     # queue order: b (share 0) before a (share 0.8)
     assert ssn.queue_order_less(ssn.queues["b"], ssn.queues["a"])
+
+
+def test_dominant_share_fn_matches_the_plain_definition() -> None:
+    """The session-open form (only the job's non-zero amounts looked at) picks the same
+    dominant resource and share as ``dominant_share`` over every name, ties and zero totals
+    included."""
+    import math as _math
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tidesched.model.resource import Resource
+    from tidesched.plugins.drf import dominant_share, dominant_share_fn
+
+    names_pool = ["cpu", "memory", "pods", "nvidia.com/gpu", "a/x", "b/y", "c/z"]
+    amount = st.sampled_from([0.0, -0.0, 1.0, 2.0, 4.0, -1.0, 0.5, _math.inf, _math.nan])
+
+    def resources() -> st.SearchStrategy[Resource]:
+        return st.builds(
+            lambda cpu, mem, pods, sc: _make(cpu, mem, pods, sc),
+            amount, amount, st.integers(0, 3),
+            st.dictionaries(st.sampled_from(names_pool), amount, max_size=5),
+        )
+
+    def _make(cpu: float, mem: float, pods: int, sc: dict[str, float]) -> Resource:
+        r = Resource()
+        r.milli_cpu, r.memory, r.max_task_num = cpu, mem, pods
+        r.scalars = dict(sc)
+        return r
+
+    @settings(max_examples=400, deadline=None)
+    @given(resources(), resources(), st.lists(st.sampled_from(names_pool), max_size=8))
+    def check(total: Resource, alloc: Resource, names: list[str]) -> None:
+        want = dominant_share(alloc, total, names)
+        got = dominant_share_fn(total, names)(alloc)
+        assert got[0] == want[0]
+        assert got[1] == want[1] or (_math.isnan(got[1]) and _math.isnan(want[1]))
+
+    check()

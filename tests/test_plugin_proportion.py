@@ -261,3 +261,39 @@ def test_simulate_hooks_use_a_copy() -> None:
     ssn.simulate_add_task(state, w1a, r1b, 0)
     assert not ssn.simulate_allocatable(state, q1, w1a)
     assert ssn.plugins["proportion"].attrs["q1"].allocated == Resource(3000, 3 * GI)
+
+
+def test_add_positive_is_adding_the_part_above_nothing() -> None:
+    """The session-open shortcut for a job without minResources adds exactly what
+    ``exceeded_part(Resource())`` would (keys, values and signs of zero)."""
+    import math as _math
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tidesched.model.resource import Resource
+    from tidesched.plugins.proportion import _add_positive
+
+    amount = st.sampled_from([0.0, -0.0, 1.5, 3.0, -2.0, _math.inf, _math.nan])
+
+    def make(cpu: float, mem: float, sc: dict[str, float]) -> Resource:
+        r = Resource()
+        r.milli_cpu, r.memory, r.scalars = cpu, mem, dict(sc)
+        return r
+
+    res = st.builds(make, amount, amount, st.dictionaries(st.sampled_from(["a", "b", "c"]), amount, max_size=3))
+
+    def same(x: float, y: float) -> bool:
+        return (_math.isnan(x) and _math.isnan(y)) or (x == y and _math.copysign(1, x) == _math.copysign(1, y))
+
+    @settings(max_examples=300, deadline=None)
+    @given(res, res)
+    def check(base: Resource, r: Resource) -> None:
+        want, got = base.clone(), base.clone()
+        want.add(r.exceeded_part(Resource()))
+        _add_positive(got, r)
+        assert same(got.milli_cpu, want.milli_cpu) and same(got.memory, want.memory)
+        assert list(got.scalars) == list(want.scalars)
+        assert all(same(got.scalars[k], want.scalars[k]) for k in want.scalars)
+
+    check()

@@ -727,3 +727,68 @@ def test_a_pod_on_a_missing_node_is_a_violation() -> None:
     world.remove("Node", "ghost")  # the node goes, its pod stays: the simulator lost track of it
     (v,) = checker.check_world(5.0)
     assert v.rule == "SIM pod-node" and "ns/p are bound to node ghost, which does not exist" in v.message
+
+
+def test_step_entries_reused_only_when_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Accounting reuses a card model's or queue's step entry while its inputs stand still; a
+    run whose every entry is made afresh records the very same steps."""
+    from tidesched.sim import metrics
+
+    class NeverHit(dict):  # type: ignore[type-arg]
+        def get(self, key: object, default: object = None) -> object:
+            return default
+
+    fresh_init = metrics.Accounting.__init__
+
+    def init(self: metrics.Accounting, *a: object, **k: object) -> None:
+        fresh_init(self, *a, **k)
+        self._card_entries = NeverHit()
+        self._queue_entries = NeverHit()
+
+    reused = simulate(bundled_example())
+    monkeypatch.setattr(metrics.Accounting, "__init__", init)
+    fresh = simulate(bundled_example())
+    assert result_json(reused) == result_json(fresh)
+    # Entries are shared between steps when nothing changed, and not otherwise.
+    steps = reused["steps"]
+    shared = sum(1 for a, b in zip(steps, steps[1:]) for q in a["queues"] if a["queues"][q] is b["queues"].get(q))
+    changed = sum(1 for a, b in zip(steps, steps[1:]) for q in a["queues"] if a["queues"][q] != b["queues"].get(q))
+    assert shared > 0 and changed > 0
+
+
+def test_pod_node_rule_follows_every_change_between_checks() -> None:
+    """The pod-node rule works its node names out again only when Nodes come or go or pods go
+    to a new node name; after any sequence of such changes it reports what a full comparison
+    of pods and Nodes reports."""
+    import random
+
+    from tidesched.scheduler import config_from_file
+    from tidesched.sim.clock import Clock
+    from tidesched.sim.invariants import InvariantChecker
+    from tidesched.sim.metrics import Accounting
+    from tidesched.sim.world import World
+
+    rng = random.Random(7)
+    world = World(Clock())
+    checker = InvariantChecker(world, Accounting(world), config_from_file(None))
+    seen: set[str] = set()
+    names = [f"n{i}" for i in range(6)]
+    for step in range(300):
+        what = rng.random()
+        name = rng.choice(names)
+        if what < 0.3:
+            world.put("Node", h200_node(name))
+        elif what < 0.45:
+            world.remove("Node", name)
+        elif what < 0.8:
+            world.put("Pod", {"kind": "Pod", "metadata": {"name": f"p{rng.randrange(12)}", "namespace": "ns"},
+                              "spec": {"nodeName": name, "containers": []}, "status": {"phase": "Running"}})
+        else:
+            world.remove("Pod", f"ns/p{rng.randrange(12)}")
+        if rng.random() < 0.5:
+            continue
+        seen.update(world.objects["Node"])
+        want = sorted(n for n, pods in world.pods_by_node.items()
+                      if pods and n not in world.objects["Node"] and n in seen)
+        got = [v.message.split("bound to node ")[1].split(",")[0] for v in checker.check_world(float(step))]
+        assert got == want, step

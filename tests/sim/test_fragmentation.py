@@ -114,3 +114,33 @@ def test_summary_weights_by_time() -> None:
     assert s["mean_fragmented_share"] == (0.5 * 40 + 0 * 10) / 50
     assert fragmentation_summary([{"t": 0}, {"t": 5}]) == {"mean_gpu_allocation": None,
                                                            "mean_fragmented_share": None}
+
+
+def test_a_pod_request_is_read_again_when_it_or_the_cards_change() -> None:
+    """The demand follows a pod whose request changes under the same name, and a card model
+    that appears later (the request is remembered per pod, the cards it was read against and
+    what it was read from)."""
+    a = node("a", cpu="8", memory="16Gi", nvidia_com__gpu="4", labels=H200)
+    w, workload = world_with(a)
+    w.put("Pod", pod("g", "pg", cpu="1", memory="1Gi", extra_requests={"nvidia.com/gpu": "1"}))
+    assert figures(w, workload)["demand"] == 1
+    w.put("Pod", pod("g", "pg", cpu="1", memory="1Gi", extra_requests={"nvidia.com/gpu": "3"}))
+    assert figures(w, workload)["demand"] == 3
+    w.put("Pod", pod("g", "pg", cpu="1", memory="1Gi", extra_requests={"nvidia.com/gpu": "3"},
+                     node="a", phase="Running"))
+    assert figures(w, workload)["demand"] == 3
+    w.remove("Pod", "ns/g")
+    assert figures(w, workload)["demand"] == 0 and not workload[1]._requests
+    # A shared-slice request counted before any shared node exists, and after one appears.
+    w.put("Pod", pod("s", "pg", cpu="1", memory="1Gi", extra_requests={"nvidia.com/gpu.shared": "5"}))
+    before = figures(w, workload)["demand"]
+    w.put("Node", node("m", cpu="8", memory="16Gi", nvidia_com__gpu_shared="20",
+                       labels={**H200, "nvidia.com/gpu.replicas": "10"}))
+    w.put("Pod", pod("s", "pg", cpu="1", memory="1Gi", extra_requests={"nvidia.com/gpu.shared": "5"},
+                     node="m", phase="Running"))
+    fresh_world, fresh = world_with(a, node("m", cpu="8", memory="16Gi", nvidia_com__gpu_shared="20",
+                                            labels={**H200, "nvidia.com/gpu.replicas": "10"}))
+    fresh_world.put("Pod", pod("s", "pg", cpu="1", memory="1Gi", extra_requests={"nvidia.com/gpu.shared": "5"},
+                               node="m", phase="Running"))
+    assert figures(w, workload)["demand"] == figures(fresh_world, fresh)["demand"]
+    assert before is not None

@@ -393,13 +393,19 @@ class PluginOption:
 
     @property
     def args(self) -> Arguments:
-        """The plugin's ``arguments`` with typed getters whose errors point at the file."""
+        """The plugin's ``arguments`` with typed getters whose errors point at the file (made
+        once while ``arguments`` stays the same: every session asks for it, per plugin)."""
+        cached = self.__dict__.get("_args")
+        if cached is not None and cached[0] == self.arguments and cached[1] == self.argument_lines:
+            return cached[2]
         origin = None
         if self.origin is not None:
             origin = Origin(self.origin.source, self.origin.line, self.origin.path + ".arguments")
-        return Arguments(
+        args = Arguments(
             self.arguments, owner=f"plugin {self.name!r}", origin=origin, lines=self.argument_lines
         )
+        object.__setattr__(self, "_args", (dict(self.arguments), dict(self.argument_lines), args))
+        return args
 
 
 @dataclass

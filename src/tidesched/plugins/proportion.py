@@ -106,6 +106,23 @@ def reserved_for(job: "JobInfo") -> Resource:
     return out
 
 
+def _add_positive(into: Resource, res: Resource) -> None:
+    """``into.add(res.exceeded_part(Resource()))``: the positive amounts of ``res``."""
+    if res.milli_cpu > 0.0:
+        into.milli_cpu += res.milli_cpu
+    else:
+        into.milli_cpu += 0.0
+    if res.memory > 0.0:
+        into.memory += res.memory
+    else:
+        into.memory += 0.0
+    if res.scalars:
+        s = into.scalars
+        for name, v in res.scalars.items():
+            if v > 0.0:
+                s[name] = s.get(name, 0.0) + v
+
+
 _ALLOCATED = tuple(ALLOCATED_STATUSES)
 
 
@@ -164,7 +181,6 @@ class ProportionPlugin(Plugin):
 
         attrs: dict[str, QueueAttr] = {}
         self.attrs = attrs
-        no_min = Resource()
         for job in ssn.jobs.values():
             attr = attrs.get(job.queue)
             if attr is None:
@@ -196,7 +212,10 @@ class ProportionPlugin(Plugin):
                     attr.inqueue.add(reserved_for(job))
                 elif phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= job.min_available:
                     attr.inqueue.add(reserved_for(job))
-            attr.elastic.add(allocated.exceeded_part(min_res if min_res is not None else no_min))
+            if min_res is not None:
+                attr.elastic.add(allocated.exceeded_part(min_res))
+            else:
+                _add_positive(attr.elastic, allocated)  # the part above nothing, without a diff
 
         water_fill(total, list(attrs.values()))
 

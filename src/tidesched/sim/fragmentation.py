@@ -116,6 +116,9 @@ class GpuWorkload:
         self._arrived = 0
         self._arrays: tuple | None = None
         self._arrays_size = -1
+        # pod -> (catalog, annotations, scalars, cpu, memory, request): a pod's request read
+        # again only when what it is read from changed (a bind or a finish changes neither).
+        self._requests: dict[str, tuple[Any, ...]] = {}
         world.listeners.append(self.on_change)
 
     def requests(self) -> tuple[np.ndarray, ...] | None:
@@ -157,8 +160,9 @@ class GpuWorkload:
             self.demand_slices -= gone[1]
         rec: Pod | None = self.world.record("Pod", key) if new is not None else None
         if rec is None or rec.scheduler_name not in self.world.scheduler_names:
+            self._requests.pop(key, None)
             return
-        req = self._request(rec)
+        req = self._request_of(key, rec)
         if key not in self._seen:
             self._seen.add(key)
             self.mix[req] += 1
@@ -170,6 +174,23 @@ class GpuWorkload:
                 self._demand[key] = (whole, slices)
                 self.demand_whole += whole
                 self.demand_slices += slices
+
+    def _request_of(self, key: str, pod: Pod) -> Request:
+        catalog = self.catalog()
+        ann, res = pod.meta.annotations, pod.resreq
+        hit = self._requests.get(key)
+        if (
+            hit is not None
+            and hit[0] is catalog
+            and hit[3] == res.milli_cpu
+            and hit[4] == res.memory
+            and hit[2] == res.scalars
+            and hit[1] == ann
+        ):
+            return hit[5]
+        req = self._request(pod)
+        self._requests[key] = (catalog, dict(ann), dict(res.scalars), res.milli_cpu, res.memory, req)
+        return req
 
     def _request(self, pod: Pod) -> Request:
         scalars = pod.resreq.scalars

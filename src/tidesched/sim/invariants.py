@@ -104,6 +104,8 @@ class InvariantChecker:
         self.checked_steps = 0
         self.violations: list[Violation] = []
         self._nodes_seen: set[str] = set()  # every node the world has held
+        self._gone: set[str] = set()  # node names in pods_by_node that no Node holds
+        self._names_version = -1
         self.configure(config)
 
     def configure(self, config: Any) -> None:
@@ -159,12 +161,17 @@ class InvariantChecker:
         """Rules on the world alone (also checked after scenario events): no pod left on a node
         that went away. A pod the scenario itself put on a node that never existed is the
         input's doing (the cache reports it), not the simulator's."""
-        nodes = self.world.objects["Node"]
-        self._nodes_seen.update(nodes)
+        world = self.world
+        nodes = world.objects["Node"]
+        by_node = world.pods_by_node
+        if self._names_version != world.node_names_version:
+            # Node names that pods were ever indexed under but no Node holds now, worked out
+            # again only when a Node came or went or pods went to a new node name.
+            self._nodes_seen.update(nodes)
+            self._gone = by_node.keys() - nodes.keys()
+            self._names_version = world.node_names_version
         out = []
-        for node_name in sorted(
-            n for n, pods in self.world.pods_by_node.items() if pods and n not in nodes and n in self._nodes_seen
-        ):
+        for node_name in sorted(n for n in self._gone if by_node.get(n) and n in self._nodes_seen):
             pods = sorted(self.world.pods_by_node[node_name])
             out.append(
                 Violation(t, RULE_POD_NODE, f"pods {', '.join(pods[:5])} are bound to node {node_name}, which does not exist")

@@ -199,6 +199,11 @@ class Accounting:
         # cards and queues while it stands still (a session that only moved PodGroup phases).
         self._version = 0
         self._last_step: tuple[int, dict[str, Any], dict[str, Any]] | None = None
+        # The last entry made per card model and per queue, with what it was made from: an
+        # entry whose inputs did not change is reused (one bind changes one model and one
+        # queue, and a long trace records tens of thousands of steps).
+        self._card_entries: dict[str, tuple[float, float, dict[str, Any]]] = {}
+        self._queue_entries: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         world.listeners.append(self.on_change)
 
     def has_work(self) -> bool:
@@ -374,14 +379,25 @@ class Accounting:
 
     def _cards_and_queues(self) -> tuple[dict[str, Any], dict[str, Any]]:
         models = sorted(m for m in self.models_seen if self.capacity.get(m) or self.cards.get(m))
-        cards = {
-            m: {"capacity": _count(self.capacity.get(m, 0.0)), "allocated": _count(self.cards.get(m, 0.0))}
-            for m in models
-        }
+        cards: dict[str, Any] = {}
+        card_entries = self._card_entries
+        for m in models:
+            cap, alloc = self.capacity.get(m, 0.0), self.cards.get(m, 0.0)
+            hit = card_entries.get(m)
+            if hit is None or hit[0] != cap or hit[1] != alloc:
+                hit = (cap, alloc, {"capacity": _count(cap), "allocated": _count(alloc)})
+                card_entries[m] = hit
+            cards[m] = hit[2]
         queues: dict[str, Any] = {}
         for q in self.queue_names():
             quota = self.quota(q)
             used = self.q_alloc.get(q, Counter())
+            pending, running = int(self.q_pending.get(q, 0)), int(self.q_running.get(q, 0))
+            key = (quota, pending, running, *used.items())
+            qhit = self._queue_entries.get(q)
+            if qhit is not None and qhit[0][0] is quota and qhit[0][1:] == key[1:]:
+                queues[q] = qhit[1]
+                continue
             alloc = {
                 "cpu": natural(used.get("cpu", 0.0), "cpu"),
                 "memory": natural(used.get("memory", 0.0), "memory"),
@@ -392,9 +408,10 @@ class Accounting:
             queues[q] = {
                 "allocated": alloc,
                 "quota": dict(sorted(quota.items())),
-                "pending_pods": int(self.q_pending.get(q, 0)),
-                "running_pods": int(self.q_running.get(q, 0)),
+                "pending_pods": pending,
+                "running_pods": running,
             }
+            self._queue_entries[q] = (key, queues[q])
         return cards, queues
 
 

@@ -25,6 +25,7 @@ why a pod went (``evict``, ``kill``, ``delete``, ``scale``, ``node``, ``gc``).
 
 from __future__ import annotations
 
+import functools
 import random
 import uuid
 from collections import defaultdict
@@ -55,8 +56,10 @@ FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
 Listener = Callable[[str, str, "dict[str, Any] | None", "dict[str, Any] | None", str], None]
 
 
+@functools.lru_cache(maxsize=1024)
 def iso(t: float) -> str:
-    """RFC 3339 time of simulated second ``t``."""
+    """RFC 3339 time of simulated second ``t`` (remembered: a step writes the same time on
+    every pod it binds and every condition it changes)."""
     dt = datetime.fromtimestamp(EPOCH + t, tz=UTC)
     spec = "seconds" if float(t).is_integer() else "microseconds"
     return dt.isoformat(timespec=spec).replace("+00:00", "Z")
@@ -82,29 +85,32 @@ def as_map(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
+# ``type(x) is dict`` first: the common case without the ABC check (these run on every change).
+
+
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
+    return m if type(m) is dict or isinstance(m, Mapping) else {}
 
 
 def annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
     a = meta(obj).get("annotations")
-    return a if isinstance(a, Mapping) else {}
+    return a if type(a) is dict or isinstance(a, Mapping) else {}
 
 
 def labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
     a = meta(obj).get("labels")
-    return a if isinstance(a, Mapping) else {}
+    return a if type(a) is dict or isinstance(a, Mapping) else {}
 
 
 def spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     s = obj.get("spec")
-    return s if isinstance(s, Mapping) else {}
+    return s if type(s) is dict or isinstance(s, Mapping) else {}
 
 
 def status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     s = obj.get("status")
-    return s if isinstance(s, Mapping) else {}
+    return s if type(s) is dict or isinstance(s, Mapping) else {}
 
 
 def pod_node(pod: Mapping[str, Any]) -> str:
@@ -246,6 +252,9 @@ class World:
         # Deployment, PodGroups of an owner), so controllers never scan a whole kind.
         self._owned: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.deleting_since: dict[str, float] = {}
+        # Moves whenever a Node comes or goes or pods_by_node gains a node name: what the
+        # pod-node invariant compares, so it need not compare every node at every step.
+        self.node_names_version = 0
 
     # -- identity -----------------------------------------------------------------------
 
@@ -285,6 +294,8 @@ class World:
         store[key] = obj
         if old is None:
             self._sorted[kind] = None
+            if kind == "Node":
+                self.node_names_version += 1
         self.revision += 1
         self.cache.update(kind, key, obj)
         if kind == "Pod":
@@ -301,6 +312,8 @@ class World:
             return None
         self._sorted[kind] = None
         self.revision += 1
+        if kind == "Node":
+            self.node_names_version += 1
         self.cache.update(kind, key, None)
         if kind == "Pod":
             self._index_pod(key, old, None)
@@ -315,6 +328,8 @@ class World:
         for index, k in self._pod_index_entries(key, old):
             index[k].discard(key)
         for index, k in self._pod_index_entries(key, new):
+            if index is self.pods_by_node and k not in index:
+                self.node_names_version += 1
             index[k].add(key)
 
     def _pod_index_entries(self, key: str, pod: Mapping[str, Any] | None) -> list[tuple[Any, Any]]:
