@@ -32,9 +32,7 @@ def best_node(ssn: "Session", task: "TaskInfo", candidates: np.ndarray) -> int |
     scores = ssn.node_order_all(task)
     if scores is not None:
         # Every scorer row-local: one cached vector, rescored only where rows changed.
-        if not candidates.any():
-            return None
-        return int(np.argmax(np.where(candidates, scores, -np.inf)))
+        return _best_row(scores, candidates)
     idx = np.flatnonzero(candidates)
     if len(idx) == 0:
         return None
@@ -42,6 +40,17 @@ def best_node(ssn: "Session", task: "TaskInfo", candidates: np.ndarray) -> int |
         return int(idx[0])
     scores = ssn.node_order(task, idx)
     return int(idx[int(np.argmax(scores))])
+
+
+def _best_row(scores: np.ndarray, candidates: np.ndarray) -> int | None:
+    """The first candidate row with the highest score, None without candidates. Scores are
+    finite, so -inf marks the rows outside the candidates: one argmax answers both "any
+    candidate?" and "which is best?"."""
+    if not len(scores):
+        return None
+    masked = np.where(candidates, scores, -np.inf)
+    row = int(np.argmax(masked))
+    return row if masked[row] != -np.inf else None
 
 
 def choose_node(ssn: "Session", task: "TaskInfo") -> tuple[int | None, bool, np.ndarray]:
@@ -53,13 +62,10 @@ def choose_node(ssn: "Session", task: "TaskInfo") -> tuple[int | None, bool, np.
     assert fit is not None
     idle_fit = feasible & table.fits_cached(task, "idle")
     scores = ssn.node_order_all(task)
-    if scores is not None and len(scores):
-        # Scores are finite, so -inf marks the rows outside the candidates: one argmax per
-        # candidate set answers both "any candidate?" and "which is best?".
+    if scores is not None:
         for candidates, now in ((idle_fit, True), (feasible, False)):
-            masked = np.where(candidates, scores, -np.inf)
-            row = int(np.argmax(masked))
-            if masked[row] != -np.inf:
+            row = _best_row(scores, candidates)
+            if row is not None:
                 return row, now, fit
         return None, False, fit
     if idle_fit.any():

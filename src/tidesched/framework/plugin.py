@@ -80,9 +80,9 @@ class RowFn:
     depend on, or is None when they are not row-local for this task (they read other nodes'
     state, or are normalised over the candidates); ``rows(task, rows)`` gives the values
     (pass mask or score) for the given rows, all rows when None, equal to what the full fn
-    gives there, as a fresh array the session may change. Values must depend only on a row's state in the node table and on the key:
-    the session keeps them per key and recomputes only the rows changed since (DESIGN: every
-    scorer rescores only changed rows)."""
+    gives there, as a fresh array the session may change. Values must depend only on a row's
+    state in the node table and on the key: the session keeps them per key and recomputes
+    only the rows changed since (DESIGN: every scorer rescores only changed rows)."""
 
     key: Callable[["TaskInfo"], Any]
     rows: Callable[["TaskInfo", "np.ndarray | None"], np.ndarray]

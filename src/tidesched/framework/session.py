@@ -289,7 +289,6 @@ class Session:
             if k is None:
                 return None
             keys.append(k)
-        table = self.table
         if not chain:
             return self._empty_hook_vector(hook)
         first, rest = chain[0], chain[1:]
@@ -311,7 +310,7 @@ class Session:
                     out += rf.rows(task, rows)
                 return out
 
-        return table.row_cached(("session", hook, *keys), compute)
+        return self.table.row_cached(("session", hook, *keys), compute)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)

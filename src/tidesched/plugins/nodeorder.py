@@ -175,7 +175,6 @@ class NodeOrderPlugin(Plugin):
         # Per template key: no PreferNoSchedule taint on any node goes untolerated.
         self._taint_free: dict[str, bool] = {}
         self._computes: dict[bytes, tuple[object, Any]] = {}
-        self._row_keys: dict[str, tuple[object, str] | None] = {}
         ssn.add_fn("node_order", self.name, self.score)
         ssn.add_row_fn("node_order", self.name, RowFn(self._row_key, self._rows))
 
@@ -220,15 +219,7 @@ class NodeOrderPlugin(Plugin):
 
     def _row_key(self, task: "TaskInfo") -> tuple[object, str] | None:
         """Row-local unless a scorer reads placed pods on other nodes (pod affinity, topology
-        spread) or normalises over the candidates (untolerated PreferNoSchedule taints). The
-        answer depends on the pod and the nodes only: kept per task for the session."""
-        try:
-            return self._row_keys[task.uid]
-        except KeyError:
-            key = self._row_keys[task.uid] = self._task_row_key(task)
-            return key
-
-    def _task_row_key(self, task: "TaskInfo") -> tuple[object, str] | None:
+        spread) or normalises over the candidates (untolerated PreferNoSchedule taints)."""
         w = self.weights
         if w["podaffinity"] and self._preferred_pod_terms(task):
             return None

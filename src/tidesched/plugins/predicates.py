@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.framework.plugin import RowFn, EventHandler, NodeFailure, Plugin, PredicateResult, register_plugin
+from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, PredicateResult, RowFn, register_plugin
 from tidesched.k8s.node_index import NodeLabelIndex
 from tidesched.k8s.selectors import SelectorError, compile_label_selector, affinity_term_namespaces
 from tidesched.k8s.taints import TaintIndex, tolerates_unschedulable
@@ -150,7 +150,6 @@ class PredicatesPlugin(Plugin):
         self._evicted: dict[str, int] = {}
         self._evicted_per_row = np.zeros(len(table), dtype=np.int64)
         ssn.add_fn("predicate", self.name, self.predicate)
-        self._row_keys: dict[str, str | None] = {}  # by task uid: what the pod alone decides
         ssn.add_row_fn("predicate", self.name, RowFn(self._row_key, self._rows))
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
@@ -216,22 +215,18 @@ class PredicatesPlugin(Plugin):
 
     # -- dynamic --------------------------------------------------------------------------
 
+    def _needs_pod_affinity(self, task: "TaskInfo") -> bool:
+        """The pod's own required (anti-)affinity or placed pods' anti-affinity applies."""
+        return self.pod_affinity_on and bool(
+            self._anti_holders or _pod_affinity(task, "podAffinity") or _pod_affinity(task, "podAntiAffinity")
+        )
+
     def _row_key(self, task: "TaskInfo") -> str | None:
         """Row-local (static filters and the node's pod slots) unless the task needs the
-        checks that read other pods: host ports, pod (anti-)affinity, hard topology spread,
-        or placed pods' anti-affinity."""
-        if self._anti_holders and self.pod_affinity_on:
-            return None
-        try:
-            return self._row_keys[task.uid]
-        except KeyError:
-            key = self._row_keys[task.uid] = self._task_row_key(task)
-            return key
-
-    def _task_row_key(self, task: "TaskInfo") -> str | None:
+        checks that read other pods: host ports, pod (anti-)affinity, hard topology spread."""
         if self.ports_on and task.pod.host_ports:
             return None
-        if self.pod_affinity_on and (_pod_affinity(task, "podAffinity") or _pod_affinity(task, "podAntiAffinity")):
+        if self._needs_pod_affinity(task):
             return None
         if self.spread_on and any(c.hard for c in task.pod.spread_constraints):
             return None
@@ -253,17 +248,14 @@ class PredicatesPlugin(Plugin):
 
     def predicate(self, task: "TaskInfo") -> PredicateResult:
         static_passed, static_failures = self._static_mask(task)
-        table = self.ssn.table
-        passed = static_passed & (table.pod_count - self._evicted_per_row < table.max_pods)
+        passed = self._rows(task, None)  # the static filters and the node's pod slots
         failures = list(static_failures)
         too_many = static_passed & ~passed
         if too_many.any():
             failures.append(NodeFailure(REASON_PODS, too_many))
         if self.ports_on and task.pod.host_ports:
             self._check_ports(task, passed, failures)
-        if self.pod_affinity_on and (
-            self._anti_holders or _pod_affinity(task, "podAffinity") or _pod_affinity(task, "podAntiAffinity")
-        ):
+        if self._needs_pod_affinity(task):
             self._check_pod_affinity(task, passed, failures)
         if self.spread_on and task.pod.spread_constraints:
             self._check_topology_spread(task, passed, failures)
