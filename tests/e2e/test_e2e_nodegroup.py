@@ -35,8 +35,13 @@ def test_exclusive_group_and_pinned_pod(e2e) -> None:
 
     ev = wait_until(refused_for_its_group, 30, "team-x's pod refused by the exclusive group")[0]
     assert "group private is only for queues whose required affinity names it; queue team-x does not require it" in ev["message"]
-    ps = condition(api.get(f"/api/v1/namespaces/{ns}/pods/{x[1]}"), "PodScheduled")
-    assert ps is not None and ps["status"] == "False" and "node group is exclusive" in ps["message"]
+    # The event and the pod's condition come from two writers: wait for the condition too.
+    def refused_condition() -> dict | None:
+        ps = condition(api.get(f"/api/v1/namespaces/{ns}/pods/{x[1]}"), "PodScheduled")
+        return ps if ps is not None and "node group is exclusive" in ps["message"] else None
+
+    ps = wait_until(refused_condition, 30, "team-x's pod's PodScheduled condition to name the exclusive group")
+    assert ps["status"] == "False" and "node group is exclusive" in ps["message"]
     assert not set(x) & set(bound(api, ns)), "team-x's gang must not bind on the private group"
 
     # A second shared node: the gang fits in its own group now.
