@@ -13,16 +13,23 @@ nodeorder with all its weights non-zero, and binpack. Run by hand:
                                                           # groups, each queue requires 4
     .venv/bin/python benchmarks/session.py --nodes 5000 --spread 0.2   # a fifth of the jobs
         # with topology spread constraints (zone DoNotSchedule maxSkew 2, hostname ScheduleAnyway)
+    .venv/bin/python benchmarks/session.py --cli --nodes 5000 --pods 20000 --repeat 3
+        # `tidesched schedule` end to end in a child process (start, load, parse, session, JSON
+        # out, exit) on the same input written as one JSON file
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import resource
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from tidesched.model.snapshot import build_snapshot
@@ -166,6 +173,38 @@ def run(n_nodes: int, n_pods: int, nodegroups: bool = False, spread: float = 0.0
     )
 
 
+def run_cli(n_nodes: int, n_pods: int, repeat: int) -> None:
+    """Time `tidesched schedule -o json` as a user runs it: a fresh process per run, wall time
+    from spawn to exit, pods placed read back from its output."""
+    with tempfile.TemporaryDirectory() as tmp:
+        manifests, config = Path(tmp, "cluster.json"), Path(tmp, "scheduler.conf")
+        manifests.write_text(json.dumps(generate(n_nodes, n_pods)))
+        config.write_text(CONFIG)
+        size_mb = manifests.stat().st_size / 2**20
+        cmd = [sys.executable, "-c", "from tidesched.cli import main; main()",
+               "schedule", "-c", str(config), "-o", "json", str(manifests)]
+        walls: list[float] = []
+        for _ in range(repeat):
+            cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            done = subprocess.run(cmd, check=True, capture_output=True)
+            wall = time.perf_counter() - t0
+            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            placed = len(json.loads(done.stdout)["bound"])
+            walls.append(wall)
+            cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+            print(
+                f"schedule nodes={n_nodes:>6} pending={n_pods:>6} input={size_mb:.1f} MiB  wall={wall:6.2f}s  "
+                f"cpu={cpu:6.2f}s  placed={placed:>6}  pods/s={placed / wall:8.0f}  "
+                f"peak RSS={cpu1.ru_maxrss / 1024:6.0f} MiB",
+                flush=True,
+            )
+        if repeat > 1:
+            best, median = min(walls), statistics.median(walls)
+            print(f"schedule best {best:.2f}s ({placed / best:.0f} pods/s), median {median:.2f}s "
+                  f"({placed / median:.0f} pods/s) over {repeat} runs", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, nargs="*", default=[1000, 5000, 10000])
@@ -176,7 +215,13 @@ def main() -> None:
     )
     ap.add_argument("--nodegroups", action="store_true", help="label nodes with 8 groups, give queues affinity, add the nodegroup plugin")
     ap.add_argument("--spread", type=float, default=0.0, help="fraction of jobs with topology spread constraints")
+    ap.add_argument("--cli", action="store_true", help="time `tidesched schedule` end to end in a child process")
+    ap.add_argument("--repeat", type=int, default=1, help="with --cli: runs per size")
     args = ap.parse_args()
+    if args.cli:
+        for n in args.nodes:
+            run_cli(n, args.pods, args.repeat)
+        return
     if args.scaling:
         for n, m in SCALING:
             subprocess.run([sys.executable, __file__, "--nodes", str(n), "--pods", str(m)], check=True)

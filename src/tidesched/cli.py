@@ -6,6 +6,7 @@ a message naming the file/object/field and exit code 2 — never a traceback.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
@@ -563,7 +564,13 @@ def _chaos_reproducer(chaos: int, doc: Any, sim: Any, out_dir: Path, seed: int, 
 
 def main() -> None:
     tune_gc()
-    app()
+    try:
+        app()
+    finally:
+        # At exit the interpreter runs the cyclic collector over every object still alive:
+        # after a session over 20,000 pods that walk costs about 0.6 s and frees nothing the
+        # OS does not take back anyway. Frozen objects are out of the collector's sight.
+        gc.freeze()
 
 
 if __name__ == "__main__":  # pragma: no cover
