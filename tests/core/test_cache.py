@@ -15,6 +15,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from builders import node, pod
 from tidesched.framework.session import Session
 from tidesched.model.cache import ClusterCache
 from tidesched.model.objects import GROUP_NAME_ANNOTATION
@@ -321,3 +322,34 @@ def test_a_session_changes_are_put_back_before_the_next_open() -> None:
     assert task.node_name == "" and task.status.name == "PENDING"
     assert again.table.used.sum() == 0
     assert next(iter(again.jobs.values())).phase == "Pending"
+
+
+def test_preparsed_objects_are_taken_by_their_update_and_dropped_at_open(monkeypatch) -> None:
+    """An object parsed ahead (a page of the first list) is not parsed again when the same
+    object arrives by update; a different object under the same key is; a malformed one keeps
+    its warning; what no update took is gone after the next open."""
+    from tidesched.model import snapshot as snapshot_module
+
+    calls: list[str] = []
+    real = dict(snapshot_module._PARSERS)
+    for kind, fn in real.items():
+        monkeypatch.setitem(snapshot_module._PARSERS, kind, lambda obj, fn=fn: calls.append(obj["metadata"]["name"]) or fn(obj))
+    cache = ClusterCache(("volcano",))
+    n1, a, b, bad = node("n1"), pod("a"), pod("b"), pod("bad")
+    bad["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
+    for kind, key, obj in (("Node", "n1", n1), ("Pod", "ns/a", a), ("Pod", "ns/b", b), ("Pod", "ns/bad", bad)):
+        cache.preparse(kind, key, obj)
+    assert calls == ["n1", "a", "b", "bad"]
+    cache.update("Node", "n1", n1)
+    cache.update("Pod", "ns/a", a)
+    cache.update("Pod", "ns/bad", bad)
+    b_again = pod("b")  # changed (a new object) since its page was parsed
+    cache.update("Pod", "ns/b", b_again)
+    assert calls == ["n1", "a", "b", "bad", "b"]
+    assert [e.name for e in cache.problems()] == ["bad"]
+    cache.preparse("Pod", "ns/late", late := pod("late"))
+    cache.open()
+    cache.update("Pod", "ns/late", late)  # the early parse went with the open
+    assert calls[-1] == "late" and calls.count("late") == 2
+    snapshot, _ = cache.open()
+    assert sorted(p.key for p in snapshot.pods) == ["ns/a", "ns/b", "ns/late"]

@@ -326,3 +326,28 @@ def test_sigkill_between_decisions_and_binds_then_restart(tmp_path: Path) -> Non
             if second.poll() is None:
                 second.kill()
                 second.wait(10)
+
+
+def test_pods_listed_before_the_sync_are_parsed_once_while_waiting(tmp_path: Path, monkeypatch) -> None:
+    """While another kind's list still fails, the pod list's pages are parsed into the cache;
+    the first session after the sync takes those parses (each pod parsed once) and binds."""
+    from tidesched.model import snapshot as snapshot_module
+
+    parsed: list[str] = []
+    real = snapshot_module._PARSERS["Pod"]
+    monkeypatch.setitem(snapshot_module._PARSERS, "Pod", lambda obj: parsed.append(obj["metadata"]["name"]) or real(obj))
+    with fake_api() as api:
+        api.create_many([node("n1", cpu="8"), queue("default")] + [pod(f"p{i}") for i in range(5)])
+        api.fail("GET", r"^/api/v1/nodes$", 500, times=10**6)
+        r = make_runner(api, tmp_path)
+        r.options.informer_options["page_size"] = 2
+        t = _start(r)
+        try:
+            assert wait(lambda: sum(k == "Pod" for k, _ in r.cache._early) == 5, 10)  # while the nodes' list fails
+            assert sorted(parsed) == [f"p{i}" for i in range(5)] and r.sessions == 0
+            api.faults.clear()
+            assert wait(lambda: len(bound_nodes(api)) == 5 and set(bound_nodes(api).values()) == {"n1"}, 10)
+            assert sorted(parsed) == [f"p{i}" for i in range(5)]  # not parsed again by the fill
+        finally:
+            r.stop()
+            t.join(10)

@@ -219,3 +219,21 @@ def test_has_work_tracks_pods_waiting_for_a_node_and_pending_podgroups() -> None
     store.apply(POD, "ADDED", "ns/q", mkpod("q"))
     store.apply(POD, "DELETED", "ns/q", mkpod("q"))
     assert not store.has_work()
+
+
+def test_first_list_pages_reach_the_loop_before_the_sync_and_relists_do_not() -> None:
+    """Each page of a kind's first list is offered to the scheduling loop (take_listed) as it
+    arrives, so it can be parsed while the rest is listed; once the kind has synced, later
+    pages (a relist) are not offered: nobody waits for them."""
+    with fake_api() as api:
+        api.create_many([node(f"n{i}") for i in range(7)])
+        store = ClusterStore(kinds=(NODE,))
+        inf = Informer(kube_for(api), RESOURCE_TYPES[NODE], store, page_size=3, **FAST_INFORMER)
+        inf._list()
+        listed = store.take_listed()
+        assert [(k, key) for k, key, _ in listed] == [(NODE, f"n{i}") for i in range(7)]
+        # The very objects the store now holds, so a parse of them is a parse of these.
+        assert all(obj is store.objects[NODE][key] for _, key, obj in listed)
+        assert store.take_listed() == []
+        inf._list()  # a relist after the sync
+        assert store.take_listed() == []

@@ -15,13 +15,14 @@ from tidesched.model.status import PodGroupPhase
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
+    from tidesched.model.infos import JobInfo
 
 
 @register_action("enqueue")
 def execute(ssn: "Session") -> None:
     queues = PriorityQueue(ssn.queue_order_less)
     seen: set[str] = set()
-    pending: dict[str, PriorityQueue] = {}
+    pending: dict[str, list[JobInfo]] = {}
     for job in ssn.jobs.values():
         queue = ssn.queues.get(job.queue)
         if queue is None:
@@ -30,14 +31,19 @@ def execute(ssn: "Session") -> None:
             seen.add(queue.uid)
             queues.push(queue)
         if job.is_pending():
-            pending.setdefault(job.queue, PriorityQueue(ssn.job_order_less)).push(job)
+            pending.setdefault(job.queue, []).append(job)
+    # Each queue's jobs in JobOrder, best last, sorted once rather than kept in a heap: the
+    # order of the jobs still waiting cannot move while others are admitted (it reads priority,
+    # gang readiness and DRF share, and admission changes none of them), so the pops are the same.
+    for queue_name, jobs in pending.items():
+        pending[queue_name] = ssn.sorted_jobs(jobs)[::-1]
 
     while not queues.empty():
         queue = queues.pop()
-        jobs = pending.get(queue.uid)
-        if jobs is None or jobs.empty():
+        waiting = pending.get(queue.uid)
+        if not waiting:
             continue
-        job = jobs.pop()
+        job = waiting.pop()
         # Volcano skips the plugins when minResources is unset; the plugins here permit such
         # a job themselves, so asking them always lets capacity-card check card.request
         # (DEC-5) and capacity refuse a non-leaf or closed queue with a reason.

@@ -107,6 +107,9 @@ class ClusterStore:
         self._pending_groups: set[str] = set()
         # Keys changed (objects or overlays) since the scheduling loop last took them.
         self._dirty: dict[str, set[str]] = {k: set() for k in self.kinds}
+        # Objects of the first list, page by page, for the loop to parse while the rest is
+        # still being listed (see take_listed).
+        self._listed: list[tuple[str, str, dict[str, Any]]] = []
 
     # -- informer side --------------------------------------------------------------------
 
@@ -126,6 +129,23 @@ class ClusterStore:
                     self._confirm_release(key, items.get(key))
             self._synced.add(kind)
             self._changed()
+
+    def listed_page(self, kind: str, page: list[tuple[str, dict[str, Any]]]) -> None:
+        """One page of a kind's first list, before ``replace`` makes the list whole. Kept only
+        until the kind has synced: later relists are not waited for."""
+        with self._cond:
+            if kind in self._synced:
+                return
+            self._listed.extend((kind, key, obj) for key, obj in page)
+            self._changed()
+
+    def take_listed(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """The first-list objects that arrived since the last call. The scheduling loop parses
+        them while it waits for the sync, so the cache's fill after the sync finds them parsed
+        (the same objects, by identity) and the first session starts sooner."""
+        with self._cond:
+            out, self._listed = self._listed, []
+            return out
 
     def apply(self, kind: str, etype: str, key: str, obj: dict[str, Any]) -> None:
         with self._cond:
@@ -439,9 +459,13 @@ class Informer:
                 if exc.status == 410:
                     raise _Gone from exc
                 raise
+            page: list[tuple[str, dict[str, Any]]] = []
             for obj in body.get("items") or []:
                 _trim(obj, self.rtype)
-                items[object_key(obj, self.rtype.namespaced)] = obj
+                key = object_key(obj, self.rtype.namespaced)
+                items[key] = obj
+                page.append((key, obj))
+            self.store.listed_page(self.rtype.kind, page)
             meta = body.get("metadata") or {}
             token = meta.get("continue")
             if not token:

@@ -73,6 +73,7 @@ class ClusterCache:
         self.records: dict[str, dict[str, Any]] = {k: {} for k in KINDS}
         self._problems: dict[tuple[str, str], Event] = {}
         self._parsed: dict[tuple[str, str], tuple[Any, Any, Event | None]] = {}  # raw identity
+        self._early: dict[tuple[str, str], tuple[Any, Any, Event | None]] = {}  # see preparse
         self._synthesized: dict[str, str] = {}  # pod key -> key of the PodGroup made for it
         self._rev = dict.fromkeys(KINDS, 0)
         self._lists: dict[str, tuple[int, list[Any]]] = {}
@@ -106,10 +107,25 @@ class ClusterCache:
         record, problem = self.parse(kind, key, obj)
         self.update_record(kind, key, record, problem)
 
+    def preparse(self, kind: str, key: str, obj: Mapping[str, Any]) -> None:
+        """Parse an object ahead of its ``update`` (a page of the informers' first list, while
+        the rest is still coming). The update that brings the same object (by identity) takes
+        the result; what no update took by the next ``open`` is dropped."""
+        if kind in self.records:
+            self._early[(kind, key)] = (obj, *self._parse(kind, key, obj))
+
     def parse(self, kind: str, key: str, obj: Mapping[str, Any]) -> tuple[Any, Event | None]:
         hit = self._parsed.get((kind, key))
+        if hit is None or hit[0] is not obj:
+            hit = self._early.pop((kind, key), None)
         if hit is not None and hit[0] is obj:
+            self._parsed[(kind, key)] = hit
             return hit[1], hit[2]
+        record, problem = self._parse(kind, key, obj)
+        self._parsed[(kind, key)] = (obj, record, problem)
+        return record, problem
+
+    def _parse(self, kind: str, key: str, obj: Mapping[str, Any]) -> tuple[Any, Event | None]:
         record: Any = None
         problem: Event | None = None
         try:
@@ -117,7 +133,6 @@ class ClusterCache:
         except ObjectError as exc:
             ns, name = key.split("/", 1) if kind in _NAMESPACED and "/" in key else ("", key)
             problem = warning(kind, ns, name, "InvalidObject", f"{kind} {key}: {exc}")
-        self._parsed[(kind, key)] = (obj, record, problem)
         return record, problem
 
     def update_record(self, kind: str, key: str, record: Any, problem: Event | None = None) -> None:
@@ -364,6 +379,7 @@ class ClusterCache:
         """The snapshot and the state for one session. The infos are lent: the session may
         change them, and the next change or open puts them back."""
         self.node_table()  # infos put back, rebuilt where a change asked for it
+        self._early.clear()
         if self._order_stale:
             self._tasks = dict(sorted(self._tasks.items()))
             self._jobs = dict(sorted(self._jobs.items()))

@@ -10,6 +10,7 @@ belongs) reaches the caller. Quantities have their own grammar in :mod:`model.qu
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -117,9 +118,16 @@ def parse_time(value: Any, field_name: str) -> float:
     if not isinstance(value, str):
         raise ObjectError(field_name, f"expected an RFC 3339 timestamp, got {shown(value)}")
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        return _rfc3339_seconds(value)
     except (ValueError, OverflowError, OSError):
         raise ObjectError(field_name, f"invalid timestamp {shown(value)}") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _rfc3339_seconds(value: str) -> float:
+    # Objects made in a burst share their timestamps (one-second resolution): parsed once.
+    # Failures raise and are not cached.
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
 def _json_depth_ok(text: str) -> bool:

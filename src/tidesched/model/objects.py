@@ -78,10 +78,11 @@ class Meta:
     deletion: float  # 0 when not being deleted
     owner_kind: str
     owner_name: str
+    # ``namespace/name`` (``name`` when cluster-scoped): read for every lookup, made once.
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}" if self.namespace else self.name)
 
 
 def parse_meta(obj: Mapping[str, Any], namespaced: bool = True) -> Meta:
