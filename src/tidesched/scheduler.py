@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -26,6 +28,21 @@ def tune_gc() -> None:
     open spends about 40% of its time in it. Cycles still go, just in fewer, larger sweeps.
     The command line calls this; library users may."""
     gc.set_threshold(50_000, 20, 100)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a session's input is taken in and decided. Parsing
+    and a session make few reference cycles, yet every sweep walks all that they allocate
+    (about 0.3 s of a 20,000-pod ``schedule``, and 0.13 s before a 10,000-pod first session's
+    first bind). The collector is back on afterwards and takes what the session left."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def known_actions() -> list[str]:

@@ -39,7 +39,7 @@ from tidesched.kube.status import EventRecorder, StatusBatch, StatusWriter
 from tidesched.kube.store import ClusterStore, Informer, start_informers
 from tidesched.model.cache import ClusterCache
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
-from tidesched.scheduler import config_from_file, open_session
+from tidesched.scheduler import collector_paused, config_from_file, open_session
 
 log = logging.getLogger("tidesched.kube.runner")
 
@@ -359,21 +359,22 @@ class Runner:
         self._session_version = self.store.version
         self.store.expire()
         t0 = time.perf_counter()
-        for kind, key, obj in self.store.take_changes():
-            self.cache.update(kind, key, obj)
-        snapshot, state = self.cache.open()
-        ssn = open_session(
-            snapshot,
-            self.config,
-            scheduler_names=self.options.scheduler_names,
-            uid=str(uuid.uuid4()),
-            now=time.time(),
-            state=state,
-        )
-        # Binds start as the session dispatches them (Volcano's cache binds while the session goes
-        # on), so the first pods bind before a long first session ends.
-        ssn.on_dispatch = self._dispatch
-        decisions = ssn.run(on_action=self._observe_action)
+        with collector_paused():
+            for kind, key, obj in self.store.take_changes():
+                self.cache.update(kind, key, obj)
+            snapshot, state = self.cache.open()
+            ssn = open_session(
+                snapshot,
+                self.config,
+                scheduler_names=self.options.scheduler_names,
+                uid=str(uuid.uuid4()),
+                now=time.time(),
+                state=state,
+            )
+            # Binds start as the session dispatches them (Volcano's cache binds while the
+            # session goes on), so the first pods bind before a long first session ends.
+            ssn.on_dispatch = self._dispatch
+            decisions = ssn.run(on_action=self._observe_action)
         report = usage.report(ssn)  # at close: as the cluster will be once the binds land
         self._session_seconds = time.perf_counter() - t0
         self.metrics.session_duration.observe(self._session_seconds)
