@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from tidesched.actions import register_action
 from tidesched.framework.placement import choose_node, no_node_errors
-from tidesched.framework.session import FitErrors, PriorityQueue
+from tidesched.framework.session import FitErrors, KeyedQueue, PriorityQueue
 from tidesched.framework.statement import Statement
 from tidesched.model.status import PodGroupPhase, TaskStatus
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def execute(ssn: "Session") -> None:
     has_enqueue = "enqueue" in ssn.config.actions
     queues = PriorityQueue(ssn.queue_order_less)
-    jobs_by_queue: dict[str, PriorityQueue] = {}
+    jobs_by_queue: dict[str, PriorityQueue | KeyedQueue] = {}
     skip_placed = _queue_keys_static(ssn)
     for job in ssn.jobs.values():
         if job.is_pending():
@@ -44,7 +44,7 @@ def execute(ssn: "Session") -> None:
         if job.queue not in ssn.queues:
             continue
         if job.queue not in jobs_by_queue:
-            jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_less)
+            jobs_by_queue[job.queue] = ssn.job_queue()
             queues.push(ssn.queues[job.queue])
         jobs_by_queue[job.queue].push(job)
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from tidesched.actions import register_action
 from tidesched.framework.placement import best_node, feasible_nodes, no_node_errors
-from tidesched.framework.session import FitErrors, PriorityQueue
+from tidesched.framework.session import FitErrors, KeyedQueue, PriorityQueue
 from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def _pending_best_effort(ssn: "Session") -> list["TaskInfo"]:
     queues = PriorityQueue(ssn.queue_order_less)
-    jobs_by_queue: dict[str, PriorityQueue] = {}
+    jobs_by_queue: dict[str, PriorityQueue | KeyedQueue] = {}
     tasks_by_job: dict[str, list[TaskInfo]] = {}
     for job in ssn.jobs.values():
         if job.is_pending():
@@ -46,7 +46,7 @@ def _pending_best_effort(ssn: "Session") -> list["TaskInfo"]:
             continue
         tasks_by_job[job.uid] = ssn.sort_tasks(best_effort)
         if job.queue not in jobs_by_queue:
-            jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_less)
+            jobs_by_queue[job.queue] = ssn.job_queue()
             queues.push(ssn.queues[job.queue])
         jobs_by_queue[job.queue].push(job)
     ordered: list[TaskInfo] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
@@ -139,6 +140,30 @@ class _Ordered:
         return self.less(self.item, other.item)
 
 
+class KeyedQueue:
+    """PriorityQueue's interface and pop order for items ranked by a sort key computed when
+    they are pushed (the key must not change while an item waits). Ties on the key pop in
+    push order."""
+
+    def __init__(self, key: Callable[[Any], Any], items: Iterable[Any] = ()) -> None:
+        self.key = key
+        self._seq = itertools.count()
+        self.heap = [(key(i), next(self._seq), i) for i in items]
+        heapq.heapify(self.heap)
+
+    def push(self, item: Any) -> None:
+        heapq.heappush(self.heap, (self.key(item), next(self._seq), item))
+
+    def pop(self) -> Any:
+        return heapq.heappop(self.heap)[2]
+
+    def empty(self) -> bool:
+        return not self.heap
+
+    def __len__(self) -> int:
+        return len(self.heap)
+
+
 class PriorityQueue:
     def __init__(self, less: Callable[[Any, Any], bool], items: Iterable[Any] = ()) -> None:
         self.less = less
@@ -211,6 +236,9 @@ class Session:
         # in tier order, or None when some fn of the hook has none.
         self._row_fns: dict[str, dict[str, RowFn]] = {"predicate": {}, "node_order": {}}
         self._row_chains: dict[str, list[RowFn] | None] = {}
+        # Sort-key forms of job_order fns (see add_order_key), and the combined key or None.
+        self._order_keys: dict[str, Callable[[JobInfo], Any]] = {}
+        self._job_key: Callable[[JobInfo], tuple[Any, ...]] | None | bool = False  # False: not built
         self.event_handlers: list[EventHandler] = []
 
         # Decisions.
@@ -262,6 +290,37 @@ class Session:
         self._chains.pop(hook, None)
         self._flat.pop(hook, None)
         self._row_chains.pop(hook, None)
+        self._job_key = False
+
+    def add_order_key(self, plugin_name: str, key: Callable[[JobInfo], Any]) -> None:
+        """Offer the plugin's ``job_order`` fn, registered beside it with ``add_fn``, as a sort
+        key: ``key(l) < key(r)`` exactly when the fn ranks ``l`` first, equal keys when it ties.
+        A job's key may change only while the job is out of the queue (its own turn), as the
+        built-in orders' priority, gang readiness and DRF share do."""
+        self._order_keys[plugin_name] = key
+        self._job_key = False
+
+    def job_sort_key(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
+        """The key whose ascending order is ``job_order_less``'s (the plugins' keys in tier
+        order, then creation and uid), or None when some enabled job_order fn offers no key."""
+        if self._job_key is False:
+            names = [name for tier in self._chain("job_order") for name, _fn in tier]
+            if all(n in self._order_keys for n in names):
+                keys = [self._order_keys[n] for n in names]
+
+                def job_key(job: JobInfo) -> tuple[Any, ...]:
+                    return (*[k(job) for k in keys], job.creation, job.uid)
+
+                self._job_key = job_key
+            else:
+                self._job_key = None
+        return self._job_key  # type: ignore[return-value]
+
+    def job_queue(self, jobs: Iterable[JobInfo] = ()) -> "PriorityQueue | KeyedQueue":
+        """A queue popping jobs in ``job_order_less`` order: on sort keys when every JobOrder
+        plugin offers one (a tuple comparison in C per heap step), else on the comparators."""
+        key = self.job_sort_key()
+        return PriorityQueue(self.job_order_less, jobs) if key is None else KeyedQueue(key, jobs)
 
     def add_row_fn(self, hook: str, plugin_name: str, row_fn: RowFn) -> None:
         """Offer the row-local form of the plugin's ``hook`` fn (``predicate`` or
@@ -372,6 +431,10 @@ class Session:
         """``jobs`` in the order a PriorityQueue of ``job_order_less`` pops them, for callers
         whose jobs' order cannot move while they work through them. One sort of a list that
         arrives mostly in order costs a few comparisons per job; a heap costs two per level."""
+
+        key = self.job_sort_key()
+        if key is not None:
+            return sorted(jobs, key=key)
 
         def cmp(l: JobInfo, r: JobInfo) -> int:  # job_order_less as a three-way comparison
             c = self.job_compare(l, r)

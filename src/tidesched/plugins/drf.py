@@ -236,6 +236,7 @@ class DrfPlugin(Plugin):
             return -1 if ls < rs else 1
 
         ssn.add_fn("job_order", self.name, job_order)
+        ssn.add_order_key(self.name, lambda job: attrs[job.uid].share)
 
         # -- preemptable --------------------------------------------------------------------
         def preemptable(preemptor: "TaskInfo", preemptees: list["TaskInfo"]) -> tuple[list["TaskInfo"], int]:

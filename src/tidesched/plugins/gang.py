@@ -181,6 +181,7 @@ class GangPlugin(Plugin):
             return 1 if lr else -1
 
         ssn.add_fn("job_order", self.name, job_order)
+        ssn.add_order_key(self.name, lambda job: job.is_ready())  # not ready (False) first
         ssn.add_fn("job_ready", self.name, lambda job: job.check_task_ready() and job.is_ready())
 
         def pipelined(job: "JobInfo") -> int:

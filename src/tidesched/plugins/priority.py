@@ -29,6 +29,7 @@ class PriorityPlugin(Plugin):
     def on_session_open(self, ssn: "Session") -> None:
         ssn.add_fn("task_order", self.name, lambda l, r: _desc(l.priority, r.priority))
         ssn.add_fn("job_order", self.name, lambda l, r: _desc(l.priority, r.priority))
+        ssn.add_order_key(self.name, lambda job: -job.priority)
 
         def preemptable(preemptor: "TaskInfo", preemptees: list["TaskInfo"]) -> tuple[list["TaskInfo"], int]:
             pjob = ssn.jobs[preemptor.job]
