@@ -57,6 +57,7 @@ from tidesched.model.resource import (
     share as _share,
 )
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
+from tidesched.plugins.shape_memo import ShapeMemo, resource_key
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -124,6 +125,10 @@ def _add_positive(into: Resource, res: Resource) -> None:
 
 
 _ALLOCATED = tuple(ALLOCATED_STATUSES)
+
+# (reserved_for, part above minResources) by (allocated, minResources) amounts; shared with
+# overcommit, whose unallocated_min is reserved_for.
+_PARTS: ShapeMemo[tuple[Resource, Resource]] = ShapeMemo()
 
 
 def allocated_task_num(job: "JobInfo") -> int:
@@ -205,15 +210,19 @@ class ProportionPlugin(Plugin):
                 for t in job.tasks.values():
                     if t.status == TaskStatus.PENDING:
                         attr.request.add(t.resreq)
-            # Resources already promised to admitted jobs (phase as read from the cluster, less
-            # a gang timed out at open).
             if min_res is not None:
+                # Both parts depend on the amounts only: memoised by them (jobs repeat shapes).
+                key = (resource_key(allocated), resource_key(min_res))
+                parts = _PARTS.values.get(key)
+                if parts is None:
+                    parts = _PARTS.put(key, (reserved_for(job), allocated.exceeded_part(min_res)))
+                # Resources already promised to admitted jobs (phase as read from the cluster,
+                # less a gang timed out at open).
                 if phase == PodGroupPhase.INQUEUE:
-                    attr.inqueue.add(reserved_for(job))
+                    attr.inqueue.add(parts[0])
                 elif phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= job.min_available:
-                    attr.inqueue.add(reserved_for(job))
-            if min_res is not None:
-                attr.elastic.add(allocated.exceeded_part(min_res))
+                    attr.inqueue.add(parts[0])
+                attr.elastic.add(parts[1])
             else:
                 _add_positive(attr.elastic, allocated)  # the part above nothing, without a diff
 
