@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Callable
 
 from tidesched.framework.plugin import PERMIT, EventHandler, Plugin, register_plugin
 from tidesched.model.resource import CPU, MEMORY, Resource, share as _share
-from tidesched.plugins.shape_memo import ShapeMemo, resource_key
+from tidesched.plugins.shape_memo import job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -53,10 +53,6 @@ SHARE_DELTA = 1e-6
 HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 ROOT = "root"
-
-
-# (dominant resource, share) by allocation amounts, one memo per cluster total's amounts.
-_SHARES: dict[tuple, "ShapeMemo[tuple[str, float]]"] = {}
 
 
 @dataclass(slots=True)
@@ -214,13 +210,7 @@ class DrfPlugin(Plugin):
                 return
 
         dominant = dominant_share_fn(total, names)
-        # Shares by allocation amounts, per cluster total: running jobs repeat a few shapes.
-        memo = _SHARES.get(resource_key(total))
-        if memo is None:
-            if len(_SHARES) >= 64:
-                _SHARES.clear()
-            memo = _SHARES[resource_key(total)] = ShapeMemo()
-        shares = memo.values
+        cols = [(name, total.get(name)) for name in names]
         attrs: dict[str, DrfAttr] = {}
         zero_dominant, zero_share = dominant(Resource())
         for job in ssn.jobs.values():
@@ -229,11 +219,12 @@ class DrfPlugin(Plugin):
                 # Holds nothing (finished jobs pile up over a long simulation): the share of nothing.
                 attrs[job.uid] = DrfAttr(Resource(), zero_share, zero_dominant)
                 continue
-            key = resource_key(alloc)
-            ds = shares.get(key)
-            if ds is None:
-                ds = memo.put(key, dominant(alloc))
-            attrs[job.uid] = DrfAttr(alloc.clone(), ds[1], ds[0])
+            # Depends on allocated and the cluster total only: kept while they stay.
+            memo = job_memo(job)
+            ds = memo.get("drf")
+            if ds is None or ds[0] != cols:
+                ds = memo["drf"] = (cols, *dominant(alloc))
+            attrs[job.uid] = DrfAttr(alloc.clone(), ds[2], ds[1])
         self.attrs = attrs
 
         def share_of(res: Resource) -> float:

@@ -30,8 +30,8 @@ from tidesched.framework.plugin import PERMIT, REJECT, Plugin, register_plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import Resource
 from tidesched.model.status import PodGroupPhase
-from tidesched.plugins.proportion import _PARTS, allocated_task_num
-from tidesched.plugins.shape_memo import resource_key
+from tidesched.plugins.proportion import allocated_task_num
+from tidesched.plugins.shape_memo import job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.config import Arguments
@@ -107,13 +107,12 @@ class OvercommitPlugin(Plugin):
                 # A running job whose gang is placed keeps what it still may need; the
                 # minMember test stops a finished driver's share from being reserved again.
                 if allocated_task_num(job) >= job.min_available:
-                    # unallocated_min is proportion's reserved_for: the same memo of job shapes.
-                    key = (resource_key(job.allocated), resource_key(job.min_resources))
-                    parts = _PARTS.values.get(key)
-                    if parts is None:
-                        inqueue.add(unallocated_min(job))
-                    else:
-                        inqueue.add(parts[0])
+                    # Depends on allocated and minResources only: kept while they stay.
+                    memo = job_memo(job)
+                    left = memo.get("overcommit")
+                    if left is None:
+                        left = memo["overcommit"] = unallocated_min(job)
+                    inqueue.add(left)
 
         def job_enqueueable(job: "JobInfo") -> int:
             if job.min_resources is None:

@@ -57,7 +57,7 @@ from tidesched.model.resource import (
     share as _share,
 )
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
-from tidesched.plugins.shape_memo import ShapeMemo, resource_key
+from tidesched.plugins.shape_memo import job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -125,10 +125,6 @@ def _add_positive(into: Resource, res: Resource) -> None:
 
 
 _ALLOCATED = tuple(ALLOCATED_STATUSES)
-
-# (reserved_for, part above minResources) by (allocated, minResources) amounts; shared with
-# overcommit, whose unallocated_min is reserved_for.
-_PARTS: ShapeMemo[tuple[Resource, Resource]] = ShapeMemo()
 
 
 def allocated_task_num(job: "JobInfo") -> int:
@@ -211,11 +207,11 @@ class ProportionPlugin(Plugin):
                     if t.status == TaskStatus.PENDING:
                         attr.request.add(t.resreq)
             if min_res is not None:
-                # Both parts depend on the amounts only: memoised by them (jobs repeat shapes).
-                key = (resource_key(allocated), resource_key(min_res))
-                parts = _PARTS.values.get(key)
+                # Both parts depend on allocated and minResources only: kept while they stay.
+                memo = job_memo(job)
+                parts = memo.get("proportion")
                 if parts is None:
-                    parts = _PARTS.put(key, (reserved_for(job), allocated.exceeded_part(min_res)))
+                    parts = memo["proportion"] = (reserved_for(job), allocated.exceeded_part(min_res))
                 # Resources already promised to admitted jobs (phase as read from the cluster,
                 # less a gang timed out at open).
                 if phase == PodGroupPhase.INQUEUE:

@@ -1,46 +1,54 @@
-"""Memos of per-job sums that session-open code recomputes for every job of every session.
+"""Memos of per-job values that session-open code recomputes for every job of every session.
 
-proportion, drf and overcommit each derive a few resource vectors per job when a session opens
-(what an admitted job still reserves, its part above minResources, its dominant share). A long
-simulation opens tens of thousands of sessions over the same few dozen running jobs, and those
-jobs come in a handful of shapes. The values depend only on the amounts involved, so they are
-memoised by those amounts (not by job: a job that changes simply misses), and the results are
-exactly what a fresh computation gives. The per-queue sums stay per job, in job order, so float
-totals do not change either.
+proportion, drf and overcommit each derive a few values per job when a session opens (what an
+admitted job still reserves, its part above minResources, its dominant share). A long
+simulation opens tens of thousands of sessions over the same few dozen running jobs, most of
+them unchanged since the last session. :func:`job_memo` hands each job a dict for those values
+that lives as long as the job's amounts stay the same: its ``allocated`` (compared by value, as
+it is changed in place) and its ``minResources`` (the PodGroup record's own object: parsed
+records are never changed in place, a new PodGroup is a new object). Anything else a value
+depends on (the phase, the cluster total) is checked by the caller. Values are exactly what a
+fresh computation gives, and the per-queue sums still add them per job in job order, so float
+totals do not move.
 """
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from tidesched.model.resource import Resource
+if TYPE_CHECKING:
+    from tidesched.model.infos import JobInfo
 
-V = TypeVar("V")
+# Jobs remembered at most; a 149-day trace has a few thousand. Past it the memo starts afresh.
+MAX_JOBS = 100_000
 
-# Distinct shapes seen in a 149-day trace number in the hundreds; the cap only bounds a run
-# whose amounts never repeat.
-MAX_ENTRIES = 50_000
-
-
-def resource_key(res: Resource) -> tuple[Any, ...]:
-    """Every amount of ``res`` (scalars in their order), hashable: equal keys, equal vectors."""
-    return (res.milli_cpu, res.memory, res.max_task_num, *res.scalars.items())
+# id(job) -> (job, copy of its allocated, its min_resources, derived values). The job is held
+# so that its id is not reused while the entry lives.
+_JOBS: dict[int, tuple[Any, Any, Any, dict[str, Any]]] = {}
 
 
-class ShapeMemo(Generic[V]):
-    """A bounded dict from amount keys to derived values (emptied when full). Values are
-    shared by every later hit: callers must never change them (they only add them)."""
+def job_memo(job: "JobInfo") -> dict[str, Any]:
+    """The derived-values dict of ``job``: the one of the last call while the job's allocated
+    amounts and minResources are unchanged, else a new empty one. Values put in it must never
+    be changed (callers only add them into their own sums)."""
+    alloc = job.allocated
+    hit = _JOBS.get(id(job))
+    if hit is not None and hit[0] is job and hit[2] is job.min_resources:
+        seen = hit[1]
+        if (
+            seen.milli_cpu == alloc.milli_cpu
+            and seen.memory == alloc.memory
+            and seen.max_task_num == alloc.max_task_num
+            and seen.scalars == alloc.scalars
+        ):
+            return hit[3]
+    if len(_JOBS) >= MAX_JOBS:
+        _JOBS.clear()
+    values: dict[str, Any] = {}
+    _JOBS[id(job)] = (job, alloc.clone(), job.min_resources, values)
+    return values
 
-    __slots__ = ("values",)
 
-    def __init__(self) -> None:
-        self.values: dict[Any, V] = {}
-
-    def put(self, key: Any, value: V) -> V:
-        if len(self.values) >= MAX_ENTRIES:
-            self.values.clear()
-        self.values[key] = value
-        return value
-
-    def __len__(self) -> int:
-        return len(self.values)
+def forget_all() -> None:
+    """Empty the memo (tests)."""
+    _JOBS.clear()
