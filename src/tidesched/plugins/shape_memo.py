@@ -22,9 +22,10 @@ if TYPE_CHECKING:
 # Jobs remembered at most; a 149-day trace has a few thousand. Past it the memo starts afresh.
 MAX_JOBS = 100_000
 
-# id(job) -> (job, copy of its allocated, its min_resources, derived values). The job is held
-# so that its id is not reused while the entry lives.
-_JOBS: dict[int, tuple[Any, Any, Any, dict[str, Any]]] = {}
+# job uid -> (copy of its allocated, its min_resources, derived values). Neither the job nor its
+# tasks are held: a finished job's entry is a few small vectors. The values depend on the
+# amounts only, so a new JobInfo for the same uid (a rebuilt cache) may use them as well.
+_JOBS: dict[str, tuple[Any, Any, dict[str, Any]]] = {}
 
 
 def job_memo(job: "JobInfo") -> dict[str, Any]:
@@ -32,20 +33,20 @@ def job_memo(job: "JobInfo") -> dict[str, Any]:
     amounts and minResources are unchanged, else a new empty one. Values put in it must never
     be changed (callers only add them into their own sums)."""
     alloc = job.allocated
-    hit = _JOBS.get(id(job))
-    if hit is not None and hit[0] is job and hit[2] is job.min_resources:
-        seen = hit[1]
+    hit = _JOBS.get(job.uid)
+    if hit is not None and hit[1] is job.min_resources:
+        seen = hit[0]
         if (
             seen.milli_cpu == alloc.milli_cpu
             and seen.memory == alloc.memory
             and seen.max_task_num == alloc.max_task_num
             and seen.scalars == alloc.scalars
         ):
-            return hit[3]
+            return hit[2]
     if len(_JOBS) >= MAX_JOBS:
         _JOBS.clear()
     values: dict[str, Any] = {}
-    _JOBS[id(job)] = (job, alloc.clone(), job.min_resources, values)
+    _JOBS[job.uid] = (alloc.clone(), job.min_resources, values)
     return values
 
 
