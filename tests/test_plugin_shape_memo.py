@@ -37,7 +37,7 @@ def _figures(ssn) -> dict:
     return {
         "queues": {q: (a.allocated.clone(), a.request.clone(), a.inqueue.clone(), a.elastic.clone(), a.share)
                    for q, a in prop.attrs.items()},
-        "drf": {uid: (a.share, a.dominant) for uid, a in drf.attrs.items()},
+        "drf": {uid: (a.allocated.clone(), a.share, a.dominant) for uid, a in drf.attrs.items()},
         "overcommit": over.inqueue.clone(),
     }
 
@@ -83,3 +83,22 @@ def test_memo_keeps_a_job_until_its_amounts_change() -> None:
     assert shape_memo.job_memo(job) is memo
     job.allocated.add(job.allocated.clone())  # changed in place, as the session does
     assert shape_memo.job_memo(job) == {}
+
+
+def test_a_session_that_allocates_leaves_the_memo_as_it_found_it() -> None:
+    """drf lends the memo's copy of a job's allocation to the session; allocating to that job
+    must change the session's own copy only."""
+    config = config_from_text(CFG)
+    cache = ClusterCache()
+    shape_memo.forget_all()
+    for obj in _objects(1):
+        key = obj["metadata"]["name"] if obj["kind"] in ("Node", "Queue") else f"ns/{obj['metadata']['name']}"
+        cache.update(obj["kind"], key, obj)
+    for _ in range(3):
+        snapshot, state = cache.open()
+        ssn = open_session(snapshot, config, state=state)
+        assert _figures(ssn) == _fresh(_objects(1))
+        before = {uid: a.share for uid, a in ssn.plugins["drf"].attrs.items()}
+        ssn.run()
+        after = {uid: a.share for uid, a in ssn.plugins["drf"].attrs.items()}
+        assert before != after  # the session allocated job a's pending pods

@@ -36,7 +36,7 @@ Volcano's namespace order was removed upstream and is not implemented.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from tidesched.framework.plugin import PERMIT, EventHandler, Plugin, register_plugin
@@ -62,9 +62,18 @@ class DrfAttr:
     allocated: Resource
     share: float = 0.0
     dominant: str = ""
+    # ``allocated`` is a memo's copy that other sessions share: copy it before changing it.
+    shared: bool = field(default=False, compare=False, repr=False)
 
     def clone(self) -> "DrfAttr":
         return DrfAttr(self.allocated.clone(), self.share, self.dominant)
+
+    def own(self) -> Resource:
+        """``allocated``, made this attribute's own first if it is shared."""
+        if self.shared:
+            self.allocated = self.allocated.clone()
+            self.shared = False
+        return self.allocated
 
 
 def dominant_share(allocated: Resource, total: Resource, names: list[str]) -> tuple[str, float]:
@@ -223,8 +232,8 @@ class DrfPlugin(Plugin):
             memo = job_memo(job)
             ds = memo.get("drf")
             if ds is None or ds[0] != cols:
-                ds = memo["drf"] = (cols, *dominant(alloc))
-            attrs[job.uid] = DrfAttr(alloc.clone(), ds[2], ds[1])
+                ds = memo["drf"] = (cols, *dominant(alloc), alloc.clone())
+            attrs[job.uid] = DrfAttr(ds[3], ds[2], ds[1], shared=True)
         self.attrs = attrs
 
         def share_of(res: Resource) -> float:
@@ -324,7 +333,7 @@ class DrfPlugin(Plugin):
             attr = attrs.get(task.job)
             if attr is None:
                 return
-            attr.allocated.add(task.resreq)
+            attr.own().add(task.resreq)
             update(attr)
             if tree is not None:
                 job = ssn.jobs[task.job]
@@ -336,7 +345,7 @@ class DrfPlugin(Plugin):
             attr = attrs.get(task.job)
             if attr is None:
                 return
-            attr.allocated.sub(task.resreq)
+            attr.own().sub(task.resreq)
             update(attr)
             if tree is not None:
                 job = ssn.jobs[task.job]
