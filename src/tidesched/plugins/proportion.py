@@ -57,7 +57,7 @@ from tidesched.model.resource import (
     share as _share,
 )
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
-from tidesched.plugins.shape_memo import job_memo
+from tidesched.plugins.shape_memo import is_nothing, job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -211,10 +211,14 @@ class ProportionPlugin(Plugin):
                 memo = job_memo(job)
                 parts = memo.get("proportion")
                 if parts is None:
-                    parts = memo["proportion"] = (reserved_for(job), allocated.exceeded_part(min_res))
+                    reserved = reserved_for(job)
+                    parts = memo["proportion"] = (reserved, allocated.exceeded_part(min_res),
+                                                  is_nothing(reserved))
                 # Resources already promised to admitted jobs (phase as read from the cluster,
-                # less a gang timed out at open).
-                if phase == PodGroupPhase.INQUEUE:
+                # less a gang timed out at open). Adding nothing (a placed gang) is skipped.
+                if parts[2]:
+                    pass
+                elif phase == PodGroupPhase.INQUEUE:
                     attr.inqueue.add(parts[0])
                 elif phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= job.min_available:
                     attr.inqueue.add(parts[0])

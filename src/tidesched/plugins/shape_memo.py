@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tidesched.model.infos import JobInfo
+    from tidesched.model.resource import Resource
 
 # Jobs remembered at most; a 149-day trace has a few thousand. Past it the memo starts afresh.
 MAX_JOBS = 100_000
@@ -48,6 +49,12 @@ def job_memo(job: "JobInfo") -> dict[str, Any]:
     values: dict[str, Any] = {}
     _JOBS[job.uid] = (alloc.clone(), job.min_resources, values)
     return values
+
+
+def is_nothing(res: "Resource") -> bool:
+    """Adding ``res`` would change no sum: zero cpu and memory and no scalar at all (a zero
+    scalar still adds its name). Sums here start at 0.0 and only grow, so x + 0.0 is x."""
+    return not res.milli_cpu and not res.memory and not res.scalars
 
 
 def forget_all() -> None:
