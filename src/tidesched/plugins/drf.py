@@ -55,6 +55,10 @@ HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 ROOT = "root"
 
 
+# The cluster total's (name, amount) list of the last session (see on_session_open).
+_LAST_COLS: list[list[tuple[str, float]]] = []
+
+
 @dataclass(slots=True)
 class DrfAttr:
     """Allocated resources of a job (or hierarchy node) and its dominant share."""
@@ -220,6 +224,11 @@ class DrfPlugin(Plugin):
 
         dominant = dominant_share_fn(total, names)
         cols = [(name, total.get(name)) for name in names]
+        # The same total as the last session: its very list, so each job's memo compares by identity.
+        if _LAST_COLS and _LAST_COLS[0] == cols:
+            cols = _LAST_COLS[0]
+        else:
+            _LAST_COLS[:] = [cols]
         attrs: dict[str, DrfAttr] = {}
         zero_dominant, zero_share = dominant(Resource())
         for job in ssn.jobs.values():
@@ -231,7 +240,7 @@ class DrfPlugin(Plugin):
             # Depends on allocated and the cluster total only: kept while they stay.
             memo = job_memo(job)
             ds = memo.get("drf")
-            if ds is None or ds[0] != cols:
+            if ds is None or (ds[0] is not cols and ds[0] != cols):
                 ds = memo["drf"] = (cols, *dominant(alloc), alloc.clone())
             attrs[job.uid] = DrfAttr(ds[3], ds[2], ds[1], shared=True)
         self.attrs = attrs
