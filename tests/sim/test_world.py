@@ -170,6 +170,15 @@ def test_podgroup_status_written_only_when_its_content_changes() -> None:
     assert w.revision == rev
     w.apply(decide("Inqueue", "s3", "other"), 3.0)
     assert w.revision == rev + 1
+    w.apply(decide("Inqueue", "s4", "other"), 4.0)  # settled: the same again changes nothing
+    assert w.revision == rev + 1
+    # Someone else rewrites the PodGroup: the same decision must be applied to the new object.
+    pg = w.get("PodGroup", "ns/pg")
+    w.put("PodGroup", dict(pg, status={"phase": "Pending"}))
+    w.apply(decide("Inqueue", "s5", "other"), 5.0)
+    pg = w.get("PodGroup", "ns/pg")
+    assert status(pg)["phase"] == "Inqueue"
+    assert status(pg)["conditions"][0]["lastTransitionTime"] == iso(5.0)
 
 
 def test_metrics_follow_pods_cards_and_quota_view() -> None:

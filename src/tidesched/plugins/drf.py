@@ -36,11 +36,12 @@ Volcano's namespace order was removed upstream and is not implemented.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from tidesched.framework.plugin import PERMIT, EventHandler, Plugin, register_plugin
 from tidesched.model.resource import CPU, MEMORY, Resource, share as _share
+from tidesched.plugins.shape_memo import job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -54,6 +55,10 @@ HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 ROOT = "root"
 
 
+# The cluster total's (name, amount) list of the last session (see on_session_open).
+_LAST_COLS: list[list[tuple[str, float]]] = []
+
+
 @dataclass(slots=True)
 class DrfAttr:
     """Allocated resources of a job (or hierarchy node) and its dominant share."""
@@ -61,9 +66,18 @@ class DrfAttr:
     allocated: Resource
     share: float = 0.0
     dominant: str = ""
+    # ``allocated`` is a memo's copy that other sessions share: copy it before changing it.
+    shared: bool = field(default=False, compare=False, repr=False)
 
     def clone(self) -> "DrfAttr":
         return DrfAttr(self.allocated.clone(), self.share, self.dominant)
+
+    def own(self) -> Resource:
+        """``allocated``, made this attribute's own first if it is shared."""
+        if self.shared:
+            self.allocated = self.allocated.clone()
+            self.shared = False
+        return self.allocated
 
 
 def dominant_share(allocated: Resource, total: Resource, names: list[str]) -> tuple[str, float]:
@@ -209,6 +223,12 @@ class DrfPlugin(Plugin):
                 return
 
         dominant = dominant_share_fn(total, names)
+        cols = [(name, total.get(name)) for name in names]
+        # The same total as the last session: its very list, so each job's memo compares by identity.
+        if _LAST_COLS and _LAST_COLS[0] == cols:
+            cols = _LAST_COLS[0]
+        else:
+            _LAST_COLS[:] = [cols]
         attrs: dict[str, DrfAttr] = {}
         zero_dominant, zero_share = dominant(Resource())
         for job in ssn.jobs.values():
@@ -217,9 +237,12 @@ class DrfPlugin(Plugin):
                 # Holds nothing (finished jobs pile up over a long simulation): the share of nothing.
                 attrs[job.uid] = DrfAttr(Resource(), zero_share, zero_dominant)
                 continue
-            attr = DrfAttr(alloc.clone())
-            attr.dominant, attr.share = dominant(attr.allocated)
-            attrs[job.uid] = attr
+            # Depends on allocated and the cluster total only: kept while they stay.
+            memo = job_memo(job)
+            ds = memo.get("drf")
+            if ds is None or (ds[0] is not cols and ds[0] != cols):
+                ds = memo["drf"] = (cols, *dominant(alloc), alloc.clone())
+            attrs[job.uid] = DrfAttr(ds[3], ds[2], ds[1], shared=True)
         self.attrs = attrs
 
         def share_of(res: Resource) -> float:
@@ -320,7 +343,7 @@ class DrfPlugin(Plugin):
             attr = attrs.get(task.job)
             if attr is None:
                 return
-            attr.allocated.add(task.resreq)
+            attr.own().add(task.resreq)
             update(attr)
             if tree is not None:
                 job = ssn.jobs[task.job]
@@ -332,7 +355,7 @@ class DrfPlugin(Plugin):
             attr = attrs.get(task.job)
             if attr is None:
                 return
-            attr.allocated.sub(task.resreq)
+            attr.own().sub(task.resreq)
             update(attr)
             if tree is not None:
                 job = ssn.jobs[task.job]

@@ -31,6 +31,7 @@ from tidesched.model.quantity import format_amount
 from tidesched.model.resource import Resource
 from tidesched.model.status import PodGroupPhase
 from tidesched.plugins.proportion import allocated_task_num
+from tidesched.plugins.shape_memo import is_nothing, job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.config import Arguments
@@ -105,8 +106,14 @@ class OvercommitPlugin(Plugin):
             elif phase == PodGroupPhase.RUNNING:
                 # A running job whose gang is placed keeps what it still may need; the
                 # minMember test stops a finished driver's share from being reserved again.
-                if allocated_task_num(job) >= job.min_available:
-                    inqueue.add(unallocated_min(job))
+                # What is left depends on allocated and minResources only: kept while they
+                # stay. Adding nothing (a placed gang) is skipped.
+                memo = job_memo(job)
+                left = memo.get("overcommit")
+                if left is None:
+                    left = memo["overcommit"] = unallocated_min(job)
+                if not is_nothing(left) and allocated_task_num(job) >= job.min_available:
+                    inqueue.add(left)
 
         def job_enqueueable(job: "JobInfo") -> int:
             if job.min_resources is None:

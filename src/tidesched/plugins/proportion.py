@@ -57,6 +57,7 @@ from tidesched.model.resource import (
     share as _share,
 )
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
+from tidesched.plugins.shape_memo import is_nothing, job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -205,15 +206,23 @@ class ProportionPlugin(Plugin):
                 for t in job.tasks.values():
                     if t.status == TaskStatus.PENDING:
                         attr.request.add(t.resreq)
-            # Resources already promised to admitted jobs (phase as read from the cluster, less
-            # a gang timed out at open).
             if min_res is not None:
-                if phase == PodGroupPhase.INQUEUE:
-                    attr.inqueue.add(reserved_for(job))
+                # Both parts depend on allocated and minResources only: kept while they stay.
+                memo = job_memo(job)
+                parts = memo.get("proportion")
+                if parts is None:
+                    reserved = reserved_for(job)
+                    parts = memo["proportion"] = (reserved, allocated.exceeded_part(min_res),
+                                                  is_nothing(reserved))
+                # Resources already promised to admitted jobs (phase as read from the cluster,
+                # less a gang timed out at open). Adding nothing (a placed gang) is skipped.
+                if parts[2]:
+                    pass
+                elif phase == PodGroupPhase.INQUEUE:
+                    attr.inqueue.add(parts[0])
                 elif phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= job.min_available:
-                    attr.inqueue.add(reserved_for(job))
-            if min_res is not None:
-                attr.elastic.add(allocated.exceeded_part(min_res))
+                    attr.inqueue.add(parts[0])
+                attr.elastic.add(parts[1])
             else:
                 _add_positive(attr.elastic, allocated)  # the part above nothing, without a diff
 

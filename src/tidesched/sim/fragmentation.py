@@ -22,6 +22,7 @@ fragments are FGD's "the task cannot run here" kind; none is a partly used card.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -43,11 +44,13 @@ _MIG_PROFILE = re.compile(r"/mig-(\d+)g\.")
 MILLI = 1000.0
 
 
+@functools.lru_cache(maxsize=4096)  # asked per model on every recorded step
 def model_gpus(model: str) -> float:
     """GPU equivalents of one unit of a card model, from its name (CARD-1 naming)."""
     return slot_gpus(model, MPS if "/mps-" in model else MIG if "/mig-" in model else "")
 
 
+@functools.lru_cache(maxsize=4096)
 def slot_gpus(model: str, kind: str) -> float:
     """GPU equivalents of one unit of a card model (whole card, MPS or MIG slice)."""
     if kind == MPS:

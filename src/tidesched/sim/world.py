@@ -252,6 +252,10 @@ class World:
         # Deployment, PodGroups of an owner), so controllers never scan a whole kind.
         self._owned: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.deleting_since: dict[str, float] = {}
+        # PodGroup key -> (the object, phase, conditions as the session wrote them) when applying
+        # them changed nothing: the same again on the same object changes nothing either (every
+        # running gang restates its phase and Scheduled condition each session).
+        self._settled_groups: dict[str, tuple[Any, str, tuple[Any, ...]]] = {}
         # Moves whenever a Node comes or goes or pods_by_node gains a node name: what the
         # pod-node invariant compares, so it need not compare every node at every step.
         self.node_names_version = 0
@@ -537,25 +541,42 @@ class World:
                 out.bound.append((key, node))
             else:
                 out.stale.append(key)
+        settled = self._settled_groups
         for key, phase in sorted(d.podgroups.items()):
             pg = self.get("PodGroup", key)
             if pg is None:
+                settled.pop(key, None)
+                continue
+            conds = d.podgroup_conditions.get(key)
+            said = _said(conds)
+            last = settled.get(key)
+            if last is not None and last[0] is pg and last[1] == phase and last[2] == said:
                 continue
             st = status(pg)
             changes: dict[str, Any] = {}
             if st.get("phase") != phase:
                 changes["phase"] = phase
-            conds = d.podgroup_conditions.get(key)
             if conds:
                 merged = _merge_conditions(st.get("conditions"), conds, now)
                 if merged is not None:
                     changes["conditions"] = merged
             if changes:
+                settled.pop(key, None)
                 new = dict(pg)
                 new["status"] = dict(st, **changes)
                 self.put("PodGroup", new)
                 out.podgroups_changed += 1
+            else:
+                settled[key] = (pg, phase, said)
         return out
+
+
+def _said(conds: Any) -> tuple[Any, ...]:
+    """What a session's conditions say, as given (not their transition id, which is new each
+    session): equal for equal content, cheaper than the merge's comparison."""
+    if not conds:
+        return ()
+    return tuple((c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in conds)
 
 
 def _cond_sig(c: Mapping[str, Any]) -> tuple[str, str, str, str]:
