@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from tidesched.model.infos import JobInfo
     from tidesched.model.resource import Resource
 
-# Jobs remembered at most; a 149-day trace has a few thousand. Past it the memo starts afresh.
-MAX_JOBS = 100_000
+# Jobs remembered at most (a 149-day trace has a few thousand), so the memo of a
+# long-running scheduler stays bounded. Past it the memo starts afresh.
+MAX_JOBS = 20_000
 
 # job uid -> (copy of its allocated, its min_resources, derived values). Neither the job nor its
 # tasks are held: a finished job's entry is a few small vectors. The values depend on the
