@@ -437,12 +437,8 @@ class Session:
             return sorted(jobs, key=key)
 
         def cmp(l: JobInfo, r: JobInfo) -> int:  # job_order_less as a three-way comparison
-            c = self.job_compare(l, r)
-            if c:
-                return c
-            if l.creation != r.creation:
-                return -1 if l.creation < r.creation else 1
-            return -1 if l.uid < r.uid else (1 if l.uid > r.uid else 0)
+            less = self.job_order_less
+            return -1 if less(l, r) else (1 if less(r, l) else 0)
 
         return sorted(jobs, key=functools.cmp_to_key(cmp))
 

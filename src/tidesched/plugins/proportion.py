@@ -216,11 +216,10 @@ class ProportionPlugin(Plugin):
                                                   is_nothing(reserved))
                 # Resources already promised to admitted jobs (phase as read from the cluster,
                 # less a gang timed out at open). Adding nothing (a placed gang) is skipped.
-                if parts[2]:
-                    pass
-                elif phase == PodGroupPhase.INQUEUE:
-                    attr.inqueue.add(parts[0])
-                elif phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= job.min_available:
+                if not parts[2] and (
+                    phase == PodGroupPhase.INQUEUE
+                    or (phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= job.min_available)
+                ):
                     attr.inqueue.add(parts[0])
                 attr.elastic.add(parts[1])
             else:

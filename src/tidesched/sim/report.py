@@ -823,9 +823,7 @@ def _names_under(mappings: list[Any]) -> list[str]:
     """The keys of every mapping in the list (first appearance order), as strings."""
     seen: dict[Any, None] = {}
     for m in mappings:
-        if type(m) is dict:
-            seen.update(dict.fromkeys(m))
-        elif isinstance(m, Mapping):
+        if type(m) is dict or isinstance(m, Mapping):
             seen.update(dict.fromkeys(m))
     return list(dict.fromkeys(str(k) for k in seen))
 

@@ -572,11 +572,9 @@ class World:
 
 
 def _said(conds: Any) -> tuple[Any, ...]:
-    """What a session's conditions say, as given (not their transition id, which is new each
-    session): equal for equal content, cheaper than the merge's comparison."""
-    if not conds:
-        return ()
-    return tuple((c.get("type"), c.get("status"), c.get("reason"), c.get("message")) for c in conds)
+    """What a session's conditions say (not their transition id, which is new each session),
+    as the merge compares them."""
+    return tuple(map(_cond_sig, conds)) if conds else ()
 
 
 def _cond_sig(c: Mapping[str, Any]) -> tuple[str, str, str, str]:
