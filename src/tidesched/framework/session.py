@@ -223,6 +223,8 @@ class Session:
         self.jobs: dict[str, JobInfo] = state.jobs
         self.tasks: dict[str, TaskInfo] = state.tasks
         self.table = state.table
+        # Row caches carry over from the cluster cache's table under the same config.
+        self.table.carry_caches(config)
         self.node_index = self.table.index
         self.total_resource = self.table.totals()
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from tidesched.model.infos import ALLOCATED_STATUSES, JobInfo, TaskInfo
 from tidesched.model.node_table import NodeTable, occupies_node
-from tidesched.model.objects import DEFAULT_QUEUE, Node, Pod, PodGroup
+from tidesched.model.objects import DEFAULT_QUEUE, Node, Pod, PodGroup, reparse_pod
 from tidesched.model.problems import Event, ObjectError, warning
 from tidesched.model.resource import Resource
 from tidesched.model.snapshot import (
@@ -115,12 +115,18 @@ class ClusterCache:
             self._early[(kind, key)] = (obj, *self._parse(kind, key, obj))
 
     def parse(self, kind: str, key: str, obj: Mapping[str, Any]) -> tuple[Any, Event | None]:
-        hit = self._parsed.get((kind, key))
+        prev = hit = self._parsed.get((kind, key))
         if hit is None or hit[0] is not obj:
             hit = self._early.pop((kind, key), None)
         if hit is not None and hit[0] is obj:
             self._parsed[(kind, key)] = hit
             return hit[1], hit[2]
+        if kind == "Pod" and prev is not None and prev[1] is not None:
+            # A copy-on-write bind or end of the pod parsed last (the simulator's writes).
+            pod = reparse_pod(prev[0], prev[1], obj)
+            if pod is not None:
+                self._parsed[(kind, key)] = (obj, pod, None)
+                return pod, None
         record, problem = self._parse(kind, key, obj)
         self._parsed[(kind, key)] = (obj, record, problem)
         return record, problem
@@ -307,6 +313,7 @@ class ClusterCache:
     def _rebuild_table(self) -> None:
         nodes = [n for n in self.records["Node"].values() if n.ready]
         self._table = NodeTable(nodes, self._dims)
+        self._table.enable_carry()  # long-lived: sessions' copies carry its row caches
         self._table_stale = False
         self._unsorted_rows.clear()
         for key in sorted(self._tasks):

@@ -49,6 +49,26 @@ def _holds_anti_affinity(task: TaskInfo | None) -> int:
     return 1 if task is not None and required_affinity_terms(task, "podAntiAffinity") else 0
 
 
+# Carried row-cache keys at most (request shapes): past it the long-lived table starts afresh.
+MAX_CARRIED = 512
+_NO_CONTEXT_YET = object()
+
+
+def _catch_up(values: np.ndarray, changed_log: list[int], n: int,
+              compute: Callable[[np.ndarray | None], np.ndarray]) -> None:
+    """Recompute in place the rows named in ``changed_log`` (all of them when many changed)."""
+    if not changed_log:
+        return
+    # Usually one or two rows: a set is much cheaper than np.unique here. The log repeats
+    # rows (a move logs its old and new row), so count distinct ones.
+    changed = set(changed_log) if len(changed_log) < n else None
+    if changed is None or len(changed) * 4 >= n:
+        values[:] = compute(None)
+    else:
+        rows = np.array(sorted(changed), dtype=np.int64)
+        values[rows] = compute(rows)
+
+
 class NodeTable:
     """Arrays over the session's nodes; the single source of node resource truth."""
 
@@ -84,7 +104,14 @@ class NodeTable:
         self.anti_affinity_pods = 0
         # Rows changed so far, in order: per-row caches catch up from their last position.
         self.change_log: list[int] = []
+        # Bumped on every row change: memos of whole-table sums compare it.
+        self.version = 0
+        self._used_total: tuple[int, Resource] | None = None
         self._row_caches: dict[object, list] = {}
+        # Carried row caches (see carry_caches): the table a session copy was made from, and
+        # on that table, what its caches were computed under.
+        self._parent: NodeTable | None = None
+        self._carry_context: object = None
         # What plugins derive from the nodes alone (label and taint indexes, static filter
         # masks), shared by every copy of this table: built once per node set, not per session.
         self.shared: dict[object, Any] = {}
@@ -105,8 +132,43 @@ class NodeTable:
         new._own_rows = set()
         self._own_rows = set()
         new.change_log = []
+        new.version = self.version
+        new._used_total = self._used_total  # same usage so far (never changed in place)
         new._row_caches = {}
+        new._parent = None
+        new._carry_context = None
+        if self._carry_context is not None:
+            new._parent = self
         return new
+
+    def carry_caches(self, context: object) -> None:
+        """Let this copy's row caches start from its parent's and bring the parent's up to
+        date on the way: a long-lived table (the cluster cache's) then keeps each request
+        shape's values from session to session, and a session recomputes only the rows the
+        cluster changed since, not every node for every new task.
+
+        ``context`` is what the cached values depend on besides a row's state and the cache
+        key: the scheduler config (plugin weights and arguments, the chains of row fns). The
+        parent's caches are dropped when it is another object than last time, as when they
+        outgrow MAX_CARRIED keys or their change log outgrows a few passes over the nodes.
+        Only the parent's own changes (events between sessions) move its entries; a value is
+        written back to the parent only while this copy has changed nothing, so it holds for
+        the parent's state too."""
+        parent = self._parent
+        if parent is None:
+            return
+        if parent._carry_context is not context or len(parent._row_caches) > MAX_CARRIED or (
+            len(parent.change_log) > 4 * len(parent.names) + 64
+        ):
+            parent._row_caches = {}
+            parent.change_log = []
+            parent._carry_context = context
+        self._carry_context = context
+
+    def enable_carry(self) -> None:
+        """Mark this table as long-lived: copies of it may carry row caches (carry_caches)."""
+        if self._carry_context is None:
+            self._carry_context = _NO_CONTEXT_YET
 
     def memo(self, key: object, build: Callable[[], Any]) -> Any:
         """``shared[key]``, built on first use: for data that depends on the nodes only."""
@@ -175,6 +237,7 @@ class NodeTable:
         np.subtract(self.allocatable[i], self.used[i], out=self.idle[i])
         self.future_idle[i] = self.idle[i] + self.releasing[i] - self.pipelined[i]
         self.change_log.append(i)
+        self.version += 1
 
     # -- per-row caches -----------------------------------------------------------------
 
@@ -189,21 +252,38 @@ class NodeTable:
         entry = self._row_caches.get(key)
         log = self.change_log
         if entry is None:
-            values = compute(None)
+            parent = self._parent
+            if parent is None or self._carry_context is None:
+                values = compute(None)
+            else:
+                values = self._carried(parent, key, compute)
             self._row_caches[key] = [values, len(log)]
             return values
         values, seen = entry
         if seen < len(log):
-            n = len(self.names)
-            # Usually one or two rows: a set is much cheaper than np.unique here. The log
-            # repeats rows (a move logs its old and new row), so count distinct ones.
-            changed = set(log[seen:]) if len(log) - seen < n else None
-            if changed is None or len(changed) * 4 >= n:
-                values[:] = compute(None)
-            else:
-                rows = np.array(sorted(changed), dtype=np.int64)
-                values[rows] = compute(rows)
+            _catch_up(values, log[seen:], len(self.names), compute)
             entry[1] = len(log)
+        return values
+
+    def _carried(self, parent: "NodeTable", key: object, compute: Callable[[np.ndarray | None], np.ndarray]) -> np.ndarray:
+        """This copy's first values for ``key``, from the parent's entry when it has one."""
+        entry = parent._row_caches.get(key)
+        untouched = not self.change_log  # this copy's arrays are still the parent's
+        if entry is None:
+            values = compute(None)
+            if untouched:
+                parent._row_caches[key] = [values.copy(), len(parent.change_log)]
+            return values
+        pvalues, seen = entry
+        if untouched:
+            if seen < len(parent.change_log):
+                _catch_up(pvalues, parent.change_log[seen:], len(self.names), compute)
+                entry[1] = len(parent.change_log)
+            return pvalues.copy()
+        # This copy changed rows already: its values are computed on its own state (the
+        # parent's changes since the entry and this copy's own), and the parent's entry stays.
+        values = pvalues.copy()
+        _catch_up(values, parent.change_log[seen:] + self.change_log, len(self.names), compute)
         return values
 
     def fits_cached(self, task: TaskInfo, which: str) -> np.ndarray:
@@ -261,6 +341,17 @@ class NodeTable:
         self.pod_count[i] -= 1
         self.anti_affinity_pods -= _holds_anti_affinity(self._row(i).pop(task.uid, None))
         self._refresh(i)
+
+    def used_total(self) -> Resource:
+        """``used`` summed over the nodes as a Resource (a fresh one: callers may change it),
+        summed again only after a row changed (a quiet cluster's sessions share one sum)."""
+        memo = self._used_total
+        if memo is None or memo[0] != self.version:
+            if self._parent is not None and not self.change_log:
+                return self._parent.used_total()  # the same rows: the long-lived table keeps it
+            total = self.resource(self.used.sum(axis=0)) if len(self) else Resource()
+            memo = self._used_total = (self.version, total)
+        return memo[1].clone()
 
     def totals(self) -> Resource:
         """The nodes' allocatable summed (a fresh Resource: callers may change it)."""

@@ -7,7 +7,7 @@ Records are immutable inputs; per-session mutable state lives in :mod:`tidesched
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
 from typing import Any
 
@@ -277,6 +277,45 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         preemptable=pod_preemptable(meta.annotations, meta.labels),
         raw_spec=spec,
         spread_constraints=spread,
+    )
+
+
+def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) -> Pod | None:
+    """``parse_pod(obj)`` from the record of ``prev_obj`` when ``obj`` is a copy-on-write
+    update of it that changes only its status and ``spec.nodeName`` (a bind, a pod's end):
+    the same metadata object, and every other spec value the same object. None when that is
+    not so (or a changed field is malformed): parse the whole pod then. Nothing else of the
+    record depends on those fields, so the result equals a full parse."""
+    if obj.get("metadata") is not prev_obj.get("metadata"):
+        return None
+    spec, old_spec = obj.get("spec"), prev_obj.get("spec")
+    if spec is not old_spec:
+        if type(spec) is not dict or type(old_spec) is not dict or len(spec) - ("nodeName" in spec) != len(
+            old_spec
+        ) - ("nodeName" in old_spec):
+            return None
+        for k, v in spec.items():
+            if k != "nodeName" and (k not in old_spec or old_spec[k] is not v):
+                return None
+    status = obj.get("status")
+    if status is None:
+        status = {}
+    elif type(status) is not dict:
+        return None
+    try:
+        phase = parse_str(status.get("phase"), "status.phase", "Pending")
+        node_name = parse_str(spec.get("nodeName"), "spec.nodeName") if spec is not None else ""
+        start_time = parse_time(status.get("startTime"), "status.startTime")
+    except ObjectError:
+        return None
+    return replace(
+        prev,
+        node_name=node_name,
+        phase=phase,
+        status=pod_task_status(phase, node_name, prev.meta.deletion > 0),
+        start_time=start_time,
+        group_name=prev.meta.annotations.get(GROUP_NAME_ANNOTATION, ""),
+        raw_spec=spec if spec is not None else {},
     )
 
 

@@ -151,7 +151,8 @@ class BinpackPlugin(Plugin):
                 out[(scored & (final > alloc)).any(axis=1)] = 0.0
                 return out
 
-            return ("binpack", id(self), col_idx.tobytes(), req.tobytes()), compute
+            # Everything the scores depend on besides the row: the key holds across sessions.
+            return ("binpack", scale, weight_sum, w.tobytes(), col_idx.tobytes(), req.tobytes()), compute
 
         def score(task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
             # Every node's score for this request, kept per request and updated only for the

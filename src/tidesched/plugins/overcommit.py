@@ -91,7 +91,7 @@ class OvercommitPlugin(Plugin):
 
     def on_session_open(self, ssn: "Session") -> None:
         total = ssn.total_resource
-        used = ssn.table.resource(ssn.table.used.sum(axis=0)) if len(ssn.table) else Resource()
+        used = ssn.table.used_total()
         self.capacity = scale(total, self.factor, self.factors)
         self.idle = self.capacity.clone().sub(used)
         self.used = used

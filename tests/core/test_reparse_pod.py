@@ -1,0 +1,89 @@
+"""reparse_pod: a copy-on-write bind or end of a pod gives the very record a full parse gives,
+and anything else is left to the full parse."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tidesched.model.cache import ClusterCache
+from tidesched.model.objects import GROUP_NAME_ANNOTATION, parse_pod, reparse_pod
+
+
+def base(deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": "p", "namespace": "a", "uid": "u1", "labels": {"app": "x"},
+        "annotations": {GROUP_NAME_ANNOTATION: "g"}, "creationTimestamp": "2025-01-01T00:00:00Z",
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2025-01-01T01:00:00Z"
+    return {
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {
+            "schedulerName": "volcano",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "2", "nvidia.com/gpu": "1"}}}],
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+            "priorityClassName": "high",
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+def bound(pod: dict[str, Any], node: str = "n1") -> dict[str, Any]:
+    new = dict(pod)
+    new["spec"] = dict(pod["spec"], nodeName=node)
+    new["status"] = dict(pod["status"], phase="Running", startTime="2025-01-01T00:05:00Z")
+    return new
+
+
+def ended(pod: dict[str, Any], phase: str = "Succeeded") -> dict[str, Any]:
+    new = dict(pod)
+    new["status"] = dict(pod["status"], phase=phase)
+    return new
+
+
+@pytest.mark.parametrize("deleting", [False, True])
+def test_a_bind_and_an_end_reparse_to_what_a_full_parse_gives(deleting: bool) -> None:
+    pod = base(deleting)
+    first = parse_pod(pod)
+    b = bound(pod)
+    got = reparse_pod(pod, first, b)
+    assert got is not None and got == parse_pod(b)
+    assert got.node_name == "n1" and got.phase == "Running" and got.start_time > 0
+    e = ended(b, "Failed")
+    again = reparse_pod(b, got, e)
+    assert again is not None and again == parse_pod(e)
+
+
+def test_other_changes_are_left_to_the_full_parse() -> None:
+    pod = base()
+    rec = parse_pod(pod)
+    new_meta = dict(pod, metadata=dict(pod["metadata"], labels={"app": "y"}))
+    assert reparse_pod(pod, rec, new_meta) is None
+    new_spec = dict(pod, spec=dict(pod["spec"], containers=[{"name": "c", "resources": {"requests": {"cpu": "4"}}}]))
+    assert reparse_pod(pod, rec, new_spec) is None
+    more = dict(pod, spec=dict(pod["spec"], nodeSelector={"zone": "a"}))
+    assert reparse_pod(pod, rec, more) is None
+    fewer = dict(pod, spec={k: v for k, v in pod["spec"].items() if k != "tolerations"})
+    assert reparse_pod(pod, rec, fewer) is None
+    deep = copy.deepcopy(bound(pod))  # an equal object from elsewhere (an API watch): no shared parts
+    assert reparse_pod(pod, rec, deep) is None
+    bad = dict(pod, status={"phase": "Running", "startTime": "yesterday"})
+    assert reparse_pod(pod, rec, bad) is None
+    assert reparse_pod(pod, rec, dict(pod, status=["not", "a", "mapping"])) is None
+
+
+def test_the_cache_takes_the_short_way_and_still_reports_a_malformed_change() -> None:
+    cache = ClusterCache(("volcano",))
+    pod = base()
+    cache.update("Pod", "a/p", pod)
+    b = bound(pod)
+    cache.update("Pod", "a/p", b)
+    assert cache.records["Pod"]["a/p"] == parse_pod(b)
+    bad = dict(b, status=dict(b["status"], startTime="yesterday"))
+    cache.update("Pod", "a/p", bad)
+    assert "a/p" not in cache.records["Pod"]
+    assert any("startTime" in e.message for e in cache.problems())
