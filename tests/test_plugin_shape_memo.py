@@ -86,8 +86,8 @@ def test_memo_keeps_a_job_until_its_amounts_change() -> None:
 
 
 def test_a_session_that_allocates_leaves_the_memo_as_it_found_it() -> None:
-    """drf lends the memo's copy of a job's allocation to the session; allocating to that job
-    must change the session's own copy only."""
+    """drf lends the memo's attribute of a job (allocation and share) to the session;
+    allocating to that job must change a copy the session makes, never the memo's."""
     config = config_from_text(CFG)
     cache = ClusterCache()
     shape_memo.forget_all()

@@ -175,3 +175,23 @@ def test_used_total_follows_every_change_and_is_summed_once_per_cluster_state() 
     got = s3.used_total()
     got.milli_cpu = 0.0  # a fresh Resource: changing it changes no memo
     assert s3.used_total().milli_cpu == 3000.0
+
+
+def test_releasing_and_pipelined_amounts_are_copied_on_first_change_by_either_table() -> None:
+    parent = parent_table()
+    child = parent.copy()
+    assert child.releasing is parent.releasing  # shared while neither changed them
+    pipelined = make_task(1, "2", parent.names[4])
+    child.prepare_task(pipelined)
+    from tidesched.model.status import TaskStatus
+
+    pipelined.status = TaskStatus.PIPELINED
+    child.add_task(4, pipelined)
+    assert child.pipelined[4, 0] == 2000.0 and parent.pipelined[4, 0] == 0.0
+    assert child.future_idle[4, 0] == 6000.0 and parent.future_idle[4, 0] == 8000.0
+    other = parent.copy()
+    releasing = make_task(2, "1", parent.names[5])
+    parent.prepare_task(releasing)
+    releasing.status = TaskStatus.RELEASING
+    parent.add_task(5, releasing)  # the parent changes next: the copy keeps what it saw
+    assert parent.releasing[5, 0] == 1000.0 and other.releasing[5, 0] == 0.0 and child.releasing[5, 0] == 0.0

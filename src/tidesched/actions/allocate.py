@@ -30,13 +30,14 @@ def execute(ssn: "Session") -> None:
     queues = PriorityQueue(ssn.queue_order_less)
     jobs_by_queue: dict[str, PriorityQueue | KeyedQueue] = {}
     skip_placed = _queue_keys_static(ssn)
+    pending_status = TaskStatus.PENDING  # read for every job: bound once
     for job in ssn.jobs.values():
         if job.is_pending():
             if has_enqueue:
                 continue
             # Without an enqueue action, allocate admits jobs itself.
             job.phase = PodGroupPhase.INQUEUE
-        if skip_placed and job.status_count[TaskStatus.PENDING] == job.pending_best_effort_total:
+        if skip_placed and job.status_count[pending_status] == job.pending_best_effort_total:
             continue  # nothing to place: its turn would change nothing (see _queue_keys_static)
         vr = ssn.job_valid(job)
         if vr is not None and not vr.passed:

@@ -73,6 +73,12 @@ _SIMULATE_HOOKS = frozenset({"simulate_init", "simulate_add_task", "simulate_rem
 
 _SCHEDULED = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
 _COMPLETED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+# Statuses read for every job at close, bound once (an enum member lookup costs more than the
+# dict read it keys).
+_PENDING, _PIPELINED, _ALLOCATED = TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED
+_RUNNING, _BOUND, _RELEASING = TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.RELEASING
+_SUCCEEDED, _FAILED = TaskStatus.SUCCEEDED, TaskStatus.FAILED
+_WAITING_PHASES = (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN)
 
 
 @dataclass(slots=True)
@@ -751,15 +757,15 @@ class Session:
 
     def pod_group_phase(self, job: JobInfo, unschedulable: bool) -> str:
         c = job.status_count
-        running = c[TaskStatus.RUNNING]
+        running = c[_RUNNING]
         if running and unschedulable:
             return PodGroupPhase.UNKNOWN
-        completed = c[TaskStatus.SUCCEEDED] + c[TaskStatus.FAILED]
-        scheduled = running + c[TaskStatus.BOUND] + completed  # _SCHEDULED
+        completed = c[_SUCCEEDED] + c[_FAILED]
+        scheduled = running + c[_BOUND] + completed  # _SCHEDULED
         # Releasing tasks still on a node keep counting as scheduled.
         scheduled += sum(
-            1 for t in job.tasks.values() if t.status == TaskStatus.RELEASING and t.node_name
-        ) if c[TaskStatus.RELEASING] else 0
+            1 for t in job.tasks.values() if t.status == _RELEASING and t.node_name
+        ) if c[_RELEASING] else 0
         if scheduled >= job.min_available:
             if scheduled == completed:
                 return PodGroupPhase.COMPLETED
@@ -773,11 +779,13 @@ class Session:
             plugin.on_session_close(self)
         phases: dict[str, str] = {}
         conditions: dict[str, list[dict[str, Any]]] = {}
+        uid = self.uid
         for key, job in self.jobs.items():
-            unschedulable = any(
-                c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == self.uid
-                for c in job.conditions
-            )
+            unschedulable = False
+            for c in job.conditions:
+                if c.get("type") == "Unschedulable" and c.get("status") == "True" and c.get("transitionID") == uid:
+                    unschedulable = True
+                    break
             phase = self.pod_group_phase(job, unschedulable)
             job.phase = phase
             phases[key] = phase
@@ -788,7 +796,7 @@ class Session:
         staged = [
             t
             for job in self.jobs.values()
-            if job.status_count[TaskStatus.PIPELINED]
+            if job.status_count[_PIPELINED]
             for t in job.tasks.values()
             if t.status == TaskStatus.PIPELINED and t.pod.status == TaskStatus.PENDING and t.uid in self.tasks
         ]
@@ -841,8 +849,8 @@ class Session:
         return msg
 
     def _record_job_status_events(self, job: JobInfo) -> None:
-        if job.phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN):
-            pending = job.status_count[TaskStatus.PENDING]
+        if job.phase in _WAITING_PHASES:
+            pending = job.status_count[_PENDING]
             if pending == 0 and job.tasks and job.ready_task_num() >= job.min_available:
                 return  # everything placed this session; the phase moves on next session
             if not job.tasks and not job.job_fit_error:
@@ -853,7 +861,7 @@ class Session:
             if job.uid not in self.podgroups_warned:
                 self.event("PodGroup", job.namespace, job.name, "Warning", "Unschedulable", msg)
         c = job.status_count
-        if not (c[TaskStatus.PENDING] or c[TaskStatus.PIPELINED] or c[TaskStatus.ALLOCATED]):
+        if not (c[_PENDING] or c[_PIPELINED] or c[_ALLOCATED]):
             return  # no task the loop below reports on (most jobs: all placed)
         base = job.job_fit_error or "all nodes are unavailable"
         for t in sorted(job.tasks.values(), key=lambda t: t.key):

@@ -30,6 +30,9 @@ class Tally(dict[K, int]):
         return 0
 
 
+# Every status counted from the start: a present key is read in C, a missing one through
+# ``__missing__`` (sessions read a few counts of every job).
+_ALL_STATUSES = tuple(TaskStatus)
 _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 _PIPELINED_OK = _READY | {TaskStatus.PIPELINED}
 _VALID = _PIPELINED_OK | {TaskStatus.PENDING}
@@ -126,7 +129,7 @@ class JobInfo:
     allocated: Resource = field(default_factory=Resource)
     total_request: Resource = field(default_factory=Resource)
     # Status counters: overall, per (role, status), and pending best-effort per role.
-    status_count: Tally[TaskStatus] = field(default_factory=Tally)
+    status_count: Tally[TaskStatus] = field(default_factory=lambda: Tally.fromkeys(_ALL_STATUSES, 0))
     role_status_count: Tally[tuple[str, TaskStatus]] = field(default_factory=Tally)
     pending_best_effort: Tally[str] = field(default_factory=Tally)
     # Running totals of the gang sums job ordering asks for on every heap comparison.

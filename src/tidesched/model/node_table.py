@@ -93,6 +93,7 @@ class NodeTable:
         self.used = np.zeros((n, d))
         self.releasing = np.zeros((n, d))
         self.pipelined = np.zeros((n, d))
+        self._rp_shared = False
         self.idle = self.allocatable.copy()
         self.future_idle = self.allocatable.copy()
         self.pod_count = np.zeros(n, dtype=np.int64)
@@ -126,8 +127,12 @@ class NodeTable:
             "anti_affinity_pods",
         ):
             setattr(new, name, getattr(self, name))
-        for name in ("used", "releasing", "pipelined", "idle", "future_idle", "pod_count"):
+        for name in ("used", "idle", "future_idle", "pod_count"):
             setattr(new, name, getattr(self, name).copy())
+        # Releasing and pipelined amounts are rare (and read here only): both tables share
+        # them until either first changes one (_own_rp).
+        new.releasing, new.pipelined = self.releasing, self.pipelined
+        new._rp_shared = self._rp_shared = True
         new.tasks = list(self.tasks)
         new._own_rows = set()
         self._own_rows = set()
@@ -311,13 +316,21 @@ class NodeTable:
 
         return self.row_cached(key, compute)
 
+    def _own_rp(self) -> None:
+        """Make the releasing and pipelined arrays this table's own before changing them."""
+        if self._rp_shared:
+            self.releasing, self.pipelined = self.releasing.copy(), self.pipelined.copy()
+            self._rp_shared = False
+
     def add_task(self, i: int, task: TaskInfo) -> None:
         vec = task.req_vec
         assert vec is not None
         if task.status == TaskStatus.RELEASING:
+            self._own_rp()
             self.releasing[i] += vec
             self.used[i] += vec
         elif task.status == TaskStatus.PIPELINED:
+            self._own_rp()
             self.pipelined[i] += vec
         else:
             self.used[i] += vec
@@ -332,9 +345,11 @@ class NodeTable:
         vec = task.req_vec
         assert vec is not None
         if task.status == TaskStatus.RELEASING:
+            self._own_rp()
             self.releasing[i] -= vec
             self.used[i] -= vec
         elif task.status == TaskStatus.PIPELINED:
+            self._own_rp()
             self.pipelined[i] -= vec
         else:
             self.used[i] -= vec

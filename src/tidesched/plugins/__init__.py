@@ -23,8 +23,15 @@ _MODULES = (
 )
 
 
+_loaded = False
+
+
 def load_all() -> dict[str, type]:
-    """Import every plugin module so that it registers itself; returns the registry."""
-    for mod in _MODULES:
-        importlib.import_module(f"tidesched.plugins.{mod}")
+    """Import every plugin module so that it registers itself; returns the registry. Every
+    session asks: after the first time, the import machinery is not walked again."""
+    global _loaded
+    if not _loaded:
+        for mod in _MODULES:
+            importlib.import_module(f"tidesched.plugins.{mod}")
+        _loaded = True
     return PLUGINS

@@ -66,18 +66,11 @@ class DrfAttr:
     allocated: Resource
     share: float = 0.0
     dominant: str = ""
-    # ``allocated`` is a memo's copy that other sessions share: copy it before changing it.
+    # A memo's attribute that other sessions share: never changed, replaced by a clone first.
     shared: bool = field(default=False, compare=False, repr=False)
 
     def clone(self) -> "DrfAttr":
         return DrfAttr(self.allocated.clone(), self.share, self.dominant)
-
-    def own(self) -> Resource:
-        """``allocated``, made this attribute's own first if it is shared."""
-        if self.shared:
-            self.allocated = self.allocated.clone()
-            self.shared = False
-        return self.allocated
 
 
 def dominant_share(allocated: Resource, total: Resource, names: list[str]) -> tuple[str, float]:
@@ -241,9 +234,17 @@ class DrfPlugin(Plugin):
             memo = job_memo(job)
             ds = memo.get("drf")
             if ds is None or (ds[0] is not cols and ds[0] != cols):
-                ds = memo["drf"] = (cols, *dominant(alloc), alloc.clone())
-            attrs[job.uid] = DrfAttr(ds[3], ds[2], ds[1], shared=True)
+                d, share = dominant(alloc)
+                ds = memo["drf"] = (cols, DrfAttr(alloc.clone(), share, d, shared=True))
+            attrs[job.uid] = ds[1]
         self.attrs = attrs
+
+        def own(uid: str) -> DrfAttr | None:
+            """The job's attribute, made this session's own before a change."""
+            attr = attrs.get(uid)
+            if attr is not None and attr.shared:
+                attr = attrs[uid] = attr.clone()
+            return attr
 
         def share_of(res: Resource) -> float:
             return dominant(res)[1]
@@ -340,10 +341,10 @@ class DrfPlugin(Plugin):
 
         # -- event handlers -------------------------------------------------------------------
         def on_allocate(task: "TaskInfo") -> None:
-            attr = attrs.get(task.job)
+            attr = own(task.job)
             if attr is None:
                 return
-            attr.own().add(task.resreq)
+            attr.allocated.add(task.resreq)
             update(attr)
             if tree is not None:
                 job = ssn.jobs[task.job]
@@ -352,10 +353,10 @@ class DrfPlugin(Plugin):
                 tree.recompute(tree.root, tree.total_allocated)
 
         def on_deallocate(task: "TaskInfo") -> None:
-            attr = attrs.get(task.job)
+            attr = own(task.job)
             if attr is None:
                 return
-            attr.own().sub(task.resreq)
+            attr.allocated.sub(task.resreq)
             update(attr)
             if tree is not None:
                 job = ssn.jobs[task.job]

@@ -182,6 +182,7 @@ class ProportionPlugin(Plugin):
 
         attrs: dict[str, QueueAttr] = {}
         self.attrs = attrs
+        pending_status = TaskStatus.PENDING  # read for every job: bound once
         for job in ssn.jobs.values():
             attr = attrs.get(job.queue)
             if attr is None:
@@ -194,7 +195,7 @@ class ProportionPlugin(Plugin):
                 and not allocated.memory
                 and not allocated.scalars
                 and not allocated.max_task_num
-                and not job.status_count[TaskStatus.PENDING]
+                and not job.status_count[pending_status]
                 and (min_res is None or phase not in (PodGroupPhase.INQUEUE, PodGroupPhase.RUNNING))
             ):
                 # Holds nothing, asks for nothing, reserves nothing (a finished job): every sum
@@ -202,9 +203,9 @@ class ProportionPlugin(Plugin):
                 continue
             attr.allocated.add(allocated)
             attr.request.add(allocated)
-            if job.status_count[TaskStatus.PENDING]:  # most jobs have nothing pending
+            if job.status_count[pending_status]:  # most jobs have nothing pending
                 for t in job.tasks.values():
-                    if t.status == TaskStatus.PENDING:
+                    if t.status == pending_status:
                         attr.request.add(t.resreq)
             if min_res is not None:
                 # Both parts depend on allocated and minResources only: kept while they stay.
