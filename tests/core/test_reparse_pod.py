@@ -1,5 +1,5 @@
-"""reparse_pod: a copy-on-write bind or end of a pod gives the very record a full parse gives,
-and anything else is left to the full parse."""
+"""reparse_pod / reparse_podgroup: a copy-on-write bind or end of a pod, or a PodGroup status
+write, gives the very record a full parse gives, and anything else is left to the full parse."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tidesched.model.cache import ClusterCache
-from tidesched.model.objects import GROUP_NAME_ANNOTATION, parse_pod, reparse_pod
+from tidesched.model.objects import GROUP_NAME_ANNOTATION, parse_pod, parse_podgroup, reparse_pod, reparse_podgroup
 
 
 def base(deleting: bool = False) -> dict[str, Any]:
@@ -87,3 +87,32 @@ def test_the_cache_takes_the_short_way_and_still_reports_a_malformed_change() ->
     cache.update("Pod", "a/p", bad)
     assert "a/p" not in cache.records["Pod"]
     assert any("startTime" in e.message for e in cache.problems())
+
+
+def group() -> dict[str, Any]:
+    return {
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "a", "uid": "gu", "annotations": {"volcano.sh/preemptable": "true"}},
+        "spec": {"minMember": 2, "queue": "q", "minResources": {"cpu": "4", "nvidia.com/gpu": "2"}},
+        "status": {"phase": "Pending"},
+    }
+
+
+def test_a_podgroup_status_write_reparses_to_what_a_full_parse_gives() -> None:
+    pg = group()
+    rec = parse_podgroup(pg)
+    cond = {"type": "Scheduled", "status": "True", "transitionID": "s1", "reason": "tasks in gang are ready"}
+    new = dict(pg, status=dict(pg["status"], phase="Running", conditions=[cond, "not a mapping"]))
+    got = reparse_podgroup(pg, rec, new)
+    assert got is not None and got == parse_podgroup(new)
+    assert got.phase == "Running" and got.conditions == (cond,) and got.min_resources is rec.min_resources
+    # Anything else, or a malformed status, goes the long way (which reports the problem).
+    assert reparse_podgroup(pg, rec, dict(pg, spec=dict(pg["spec"], minMember=3))) is None
+    assert reparse_podgroup(pg, rec, dict(pg, metadata=dict(pg["metadata"], labels={"a": "b"}))) is None
+    assert reparse_podgroup(pg, rec, dict(pg, status={"phase": "Sleeping"})) is None
+    assert reparse_podgroup(pg, rec, dict(pg, status={"phase": "Running", "conditions": "x"})) is None
+    cache = ClusterCache(("volcano",))
+    cache.update("PodGroup", "a/g", pg)
+    cache.update("PodGroup", "a/g", dict(pg, status={"phase": "Sleeping"}))
+    assert "a/g" not in cache.records["PodGroup"]
+    assert any("unknown phase" in e.message for e in cache.problems())

@@ -29,7 +29,7 @@ from typing import Any
 
 from tidesched.model.infos import ALLOCATED_STATUSES, JobInfo, TaskInfo
 from tidesched.model.node_table import NodeTable, occupies_node
-from tidesched.model.objects import DEFAULT_QUEUE, Node, Pod, PodGroup, reparse_pod
+from tidesched.model.objects import DEFAULT_QUEUE, Node, Pod, PodGroup, reparse_pod, reparse_podgroup
 from tidesched.model.problems import Event, ObjectError, warning
 from tidesched.model.resource import Resource
 from tidesched.model.snapshot import (
@@ -56,6 +56,9 @@ from tidesched.model.status import TaskStatus
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget")
 _NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"})
+
+# Short ways to parse a copy-on-write status write of the object parsed last (None: parse it all).
+_REPARSERS = {"Pod": reparse_pod, "PodGroup": reparse_podgroup}
 
 
 class ClusterCache:
@@ -121,12 +124,13 @@ class ClusterCache:
         if hit is not None and hit[0] is obj:
             self._parsed[(kind, key)] = hit
             return hit[1], hit[2]
-        if kind == "Pod" and prev is not None and prev[1] is not None:
-            # A copy-on-write bind or end of the pod parsed last (the simulator's writes).
-            pod = reparse_pod(prev[0], prev[1], obj)
-            if pod is not None:
-                self._parsed[(kind, key)] = (obj, pod, None)
-                return pod, None
+        if prev is not None and prev[1] is not None and kind in _REPARSERS:
+            # A copy-on-write status write (a bind, a pod's end, a PodGroup phase) of the object
+            # parsed last, as the simulator makes them: only the changed fields are read.
+            record = _REPARSERS[kind](prev[0], prev[1], obj)
+            if record is not None:
+                self._parsed[(kind, key)] = (obj, record, None)
+                return record, None
         record, problem = self._parse(kind, key, obj)
         self._parsed[(kind, key)] = (obj, record, problem)
         return record, problem

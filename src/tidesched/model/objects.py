@@ -415,6 +415,28 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
     )
 
 
+def reparse_podgroup(prev_obj: Mapping[str, Any], prev: PodGroup, obj: Mapping[str, Any]) -> PodGroup | None:
+    """``parse_podgroup(obj)`` from the record of ``prev_obj`` when ``obj`` is a copy-on-write
+    status write of it (the same metadata and spec objects, as the simulator's phase and
+    condition updates make): only the phase and conditions are read again. None otherwise,
+    or when the new status is malformed: parse the whole PodGroup then."""
+    if obj.get("metadata") is not prev_obj.get("metadata") or obj.get("spec") is not prev_obj.get("spec"):
+        return None
+    status = obj.get("status")
+    if status is None:
+        status = {}
+    elif type(status) is not dict:
+        return None
+    try:
+        phase = parse_str(status.get("phase"), "status.phase", PodGroupPhase.PENDING)
+        conditions = _list(status, "conditions", "status.conditions")
+    except ObjectError:
+        return None
+    if phase not in PodGroupPhase.ALL:
+        return None
+    return replace(prev, phase=phase, conditions=tuple(c for c in conditions if isinstance(c, Mapping)))
+
+
 # --------------------------------------------------------------------------------------------
 # Queues
 
