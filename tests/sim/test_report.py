@@ -214,6 +214,25 @@ def test_large_run_is_downsampled() -> None:
     assert len(page) < 6_000_000
 
 
+def test_a_forked_worker_draws_the_same_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large results draw the card figure in a forked worker meanwhile; the page is the same as
+    drawn in one process, and a worker that fails is replaced by drawing in this one."""
+    from tidesched.sim import report
+
+    if not report._can_draw_in_parallel():
+        pytest.skip("this platform cannot fork or has one core")  # the serial page is tested everywhere
+    result = tidal_result(n_steps=3_000, period=10.0)
+    assert report.PARALLEL_MIN_STEPS <= 3_000  # so the default takes the parallel way
+    serial = render_html(result, parallel=False)
+    assert render_html(result) == serial
+
+    def failing(i: int) -> str:  # what the forked worker runs (it inherits the patch)
+        raise RuntimeError("worker lost")
+
+    monkeypatch.setattr(report, "_draw_forked", failing)
+    assert render_html(result, parallel=True) == serial
+
+
 def test_engine_result_of_the_bundled_example_renders() -> None:
     """End to end with the real engine."""
     result = simulate(bundled_example())

@@ -872,8 +872,57 @@ def _whatif_html(result: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- entry point
 
 
-def render_html(result: Mapping[str, Any]) -> str:
-    """Render ``result`` (the simulator's result dict) as one self-contained HTML page."""
+# Recorded steps from which the figures are drawn in two processes (where the platform can fork
+# and has a second core): a 149-day trace's page takes seconds to draw, a short run's a second.
+PARALLEL_MIN_STEPS = 2_000
+
+_FORKED: list[Callable[[], str]] = []  # the drawings a forked worker finds (see _draw_all)
+
+
+def _draw_forked(i: int) -> str:
+    return _FORKED[i]()
+
+
+def _can_draw_in_parallel() -> bool:
+    import multiprocessing
+    import os
+
+    return (os.cpu_count() or 1) > 1 and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _draw_all(draws: list[Callable[[], str]], parallel: bool) -> list[str]:
+    """Each drawing's output, in order. In parallel the first (the largest figure) is drawn by
+    a forked worker, which reads this process's data as it is (nothing is copied or pickled
+    but the SVG text coming back), while this process draws the others. A worker that cannot
+    start or fails is replaced by drawing here: the page is the same either way."""
+    if not parallel or len(draws) < 2:
+        return [draw() for draw in draws]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    _FORKED[:] = draws
+    try:
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+        future = pool.submit(_draw_forked, 0)
+    except (OSError, RuntimeError, ValueError):
+        _FORKED.clear()
+        return [draw() for draw in draws]
+    try:
+        rest = [draw() for draw in draws[1:]]
+        try:
+            first = future.result()
+        except Exception:  # noqa: BLE001 - the worker died or failed: draw it here instead
+            first = draws[0]()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        _FORKED.clear()
+    return [first, *rest]
+
+
+def render_html(result: Mapping[str, Any], parallel: bool | None = None) -> str:
+    """Render ``result`` (the simulator's result dict) as one self-contained HTML page.
+    ``parallel``: draw the card figure in a forked worker meanwhile (default: for results of
+    at least PARALLEL_MIN_STEPS steps, where the machine can)."""
     from matplotlib import rc_context
 
     result = _mapping(result)
@@ -886,12 +935,19 @@ def render_html(result: Mapping[str, Any]) -> str:
     queue_colours = dict(zip(queues, _palette(len(queues))))
     end = _num(result.get("duration"), float(series.t_raw[-1]) if series.n else 0.0)
 
+    if parallel is None:
+        parallel = series.n >= PARALLEL_MIN_STEPS and _can_draw_in_parallel()
     with rc_context(_RC):
-        cards_svg = _plot_cards(series, models, model_colours)
-        queues_svg = _plot_queues(series, queues, model_colours)
-        timeline_svg = _plot_timeline(series, queues, queue_colours)
-        waits_svg = _plot_waits(jobs)
-        gpus_svg = _plot_gpus(series)
+        cards_svg, queues_svg, timeline_svg, waits_svg, gpus_svg = _draw_all(
+            [
+                lambda: _plot_cards(series, models, model_colours),
+                lambda: _plot_queues(series, queues, model_colours),
+                lambda: _plot_timeline(series, queues, queue_colours),
+                lambda: _plot_waits(jobs),
+                lambda: _plot_gpus(series),
+            ],
+            parallel,
+        )
 
     name = str(result.get("scenario") or "unnamed scenario")
     badge, violations = _invariants(result)
