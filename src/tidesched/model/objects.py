@@ -280,6 +280,15 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
     )
 
 
+def _plain_status(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``obj``'s status for the short reparse: {} when absent, None when not a plain dict (the
+    full parse reports it)."""
+    status = obj.get("status")
+    if status is None:
+        return {}
+    return status if type(status) is dict else None
+
+
 def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) -> Pod | None:
     """``parse_pod(obj)`` from the record of ``prev_obj`` when ``obj`` is a copy-on-write
     update of it that changes only its status and ``spec.nodeName`` (a bind, a pod's end):
@@ -297,10 +306,8 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         for k, v in spec.items():
             if k != "nodeName" and (k not in old_spec or old_spec[k] is not v):
                 return None
-    status = obj.get("status")
+    status = _plain_status(obj)
     if status is None:
-        status = {}
-    elif type(status) is not dict:
         return None
     try:
         phase = parse_str(status.get("phase"), "status.phase", "Pending")
@@ -422,10 +429,8 @@ def reparse_podgroup(prev_obj: Mapping[str, Any], prev: PodGroup, obj: Mapping[s
     or when the new status is malformed: parse the whole PodGroup then."""
     if obj.get("metadata") is not prev_obj.get("metadata") or obj.get("spec") is not prev_obj.get("spec"):
         return None
-    status = obj.get("status")
+    status = _plain_status(obj)
     if status is None:
-        status = {}
-    elif type(status) is not dict:
         return None
     try:
         phase = parse_str(status.get("phase"), "status.phase", PodGroupPhase.PENDING)
