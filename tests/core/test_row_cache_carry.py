@@ -195,3 +195,22 @@ def test_releasing_and_pipelined_amounts_are_copied_on_first_change_by_either_ta
     releasing.status = TaskStatus.RELEASING
     parent.add_task(5, releasing)  # the parent changes next: the copy keeps what it saw
     assert parent.releasing[5, 0] == 1000.0 and other.releasing[5, 0] == 0.0 and child.releasing[5, 0] == 0.0
+
+
+def test_a_copy_whose_parent_moved_on_carries_nothing_and_changes_nothing_there() -> None:
+    ctx = object()
+    parent = parent_table()
+    s1 = parent.copy()
+    s1.carry_caches(ctx)
+    s1.row_cached("k", Counting(s1, 0.0))
+    late = parent.copy()
+    late.carry_caches(ctx)
+    place(parent, 8, 1, "4")  # the cluster changes while an old copy is still around
+    c = Counting(late, 0.0)
+    got = late.row_cached("k", c)
+    assert c.calls == [None] and got[8] == 8000.0  # the copy's own state, computed afresh
+    assert late.used_total().milli_cpu == 0.0 and parent.used_total().milli_cpu == 4000.0
+    s3 = parent.copy()
+    s3.carry_caches(ctx)
+    c3 = Counting(s3, 0.0)
+    assert s3.row_cached("k", c3)[8] == 4000.0 and c3.calls == [[8]]

@@ -106,7 +106,7 @@ class NodeTable:
         # Rows changed so far, in order: per-row caches catch up from their last position.
         self.change_log: list[int] = []
         # Bumped on every row change: memos of whole-table sums compare it.
-        self.version = 0
+        self.version = self._base_version = 0
         self._used_total: tuple[int, Resource] | None = None
         self._row_caches: dict[object, list] = {}
         # Carried row caches (see carry_caches): the table a session copy was made from, and
@@ -137,7 +137,7 @@ class NodeTable:
         new._own_rows = set()
         self._own_rows = set()
         new.change_log = []
-        new.version = self.version
+        new.version = new._base_version = self.version
         new._used_total = self._used_total  # same usage so far (never changed in place)
         new._row_caches = {}
         new._parent = None
@@ -258,8 +258,8 @@ class NodeTable:
         log = self.change_log
         if entry is None:
             parent = self._parent
-            if parent is None or self._carry_context is None:
-                values = compute(None)
+            if parent is None or self._carry_context is None or parent.version != self._base_version:
+                values = compute(None)  # nothing carried, or the parent moved on since the copy
             else:
                 values = self._carried(parent, key, compute)
             self._row_caches[key] = [values, len(log)]
@@ -362,8 +362,9 @@ class NodeTable:
         summed again only after a row changed (a quiet cluster's sessions share one sum)."""
         memo = self._used_total
         if memo is None or memo[0] != self.version:
-            if self._parent is not None and not self.change_log:
-                return self._parent.used_total()  # the same rows: the long-lived table keeps it
+            parent = self._parent
+            if parent is not None and not self.change_log and parent.version == self._base_version:
+                return parent.used_total()  # the same rows: the long-lived table keeps it
             total = self.resource(self.used.sum(axis=0)) if len(self) else Resource()
             memo = self._used_total = (self.version, total)
         return memo[1].clone()
