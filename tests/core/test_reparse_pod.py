@@ -58,6 +58,19 @@ def test_a_bind_and_an_end_reparse_to_what_a_full_parse_gives(deleting: bool) ->
     assert again is not None and again == parse_pod(e)
 
 
+def test_a_graceful_delete_reparses_to_what_a_full_parse_gives() -> None:
+    b = bound(base())
+    rec = parse_pod(b)
+    deleting = dict(b, metadata=dict(b["metadata"], deletionTimestamp="2025-01-01T02:00:00Z",
+                                      deletionGracePeriodSeconds=30))
+    got = reparse_pod(b, rec, deleting)
+    full = parse_pod(deleting)
+    assert got is not None and got == full and got.meta == full.meta
+    assert got.meta.deletion > 0 and got.status == full.status and got.meta.key == "a/p"
+    bad = dict(b, metadata=dict(b["metadata"], deletionTimestamp="soon"))
+    assert reparse_pod(b, rec, bad) is None
+
+
 def test_other_changes_are_left_to_the_full_parse() -> None:
     pod = base()
     rec = parse_pod(pod)

@@ -289,27 +289,42 @@ def _plain_status(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return status if type(status) is dict else None
 
 
+def _same_except(new: Any, old: Any, free: frozenset[str]) -> bool:
+    """``new`` is a plain dict whose keys outside ``free`` are ``old``'s, with the very same
+    values (a copy-on-write update that changed only keys in ``free``)."""
+    if type(new) is not dict or type(old) is not dict:
+        return False
+    if len(new) - sum(k in new for k in free) != len(old) - sum(k in old for k in free):
+        return False
+    for k, v in new.items():
+        if k not in free and (k not in old or old[k] is not v):
+            return False
+    return True
+
+
+_BIND_FIELDS = frozenset({"nodeName"})
+_DELETION_FIELDS = frozenset({"deletionTimestamp", "deletionGracePeriodSeconds"})
+
+
 def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) -> Pod | None:
     """``parse_pod(obj)`` from the record of ``prev_obj`` when ``obj`` is a copy-on-write
-    update of it that changes only its status and ``spec.nodeName`` (a bind, a pod's end):
-    the same metadata object, and every other spec value the same object. None when that is
-    not so (or a changed field is malformed): parse the whole pod then. Nothing else of the
-    record depends on those fields, so the result equals a full parse."""
-    if obj.get("metadata") is not prev_obj.get("metadata"):
+    update of it that changes only its status, ``spec.nodeName`` and the metadata's deletion
+    time (a bind, a pod's end, a graceful delete): every other metadata and spec value the same
+    object. None when that is not so (or a changed field is malformed): parse the whole pod
+    then. Nothing else of the record depends on those fields, so the result equals a full parse."""
+    meta = prev.meta
+    md, old_md = obj.get("metadata"), prev_obj.get("metadata")
+    if md is not old_md and not _same_except(md, old_md, _DELETION_FIELDS):
         return None
     spec, old_spec = obj.get("spec"), prev_obj.get("spec")
-    if spec is not old_spec:
-        if type(spec) is not dict or type(old_spec) is not dict or len(spec) - ("nodeName" in spec) != len(
-            old_spec
-        ) - ("nodeName" in old_spec):
-            return None
-        for k, v in spec.items():
-            if k != "nodeName" and (k not in old_spec or old_spec[k] is not v):
-                return None
+    if spec is not old_spec and not _same_except(spec, old_spec, _BIND_FIELDS):
+        return None
     status = _plain_status(obj)
     if status is None:
         return None
     try:
+        if md is not old_md:
+            meta = replace(meta, deletion=parse_time(md.get("deletionTimestamp"), "metadata.deletionTimestamp"))
         phase = parse_str(status.get("phase"), "status.phase", "Pending")
         node_name = parse_str(spec.get("nodeName"), "spec.nodeName") if spec is not None else ""
         start_time = parse_time(status.get("startTime"), "status.startTime")
@@ -317,11 +332,12 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         return None
     return replace(
         prev,
+        meta=meta,
         node_name=node_name,
         phase=phase,
-        status=pod_task_status(phase, node_name, prev.meta.deletion > 0),
+        status=pod_task_status(phase, node_name, meta.deletion > 0),
         start_time=start_time,
-        group_name=prev.meta.annotations.get(GROUP_NAME_ANNOTATION, ""),
+        group_name=meta.annotations.get(GROUP_NAME_ANNOTATION, ""),
         raw_spec=spec if spec is not None else {},
     )
 

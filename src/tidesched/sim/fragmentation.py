@@ -182,17 +182,19 @@ class GpuWorkload:
         catalog = self.catalog()
         ann, res = pod.meta.annotations, pod.resreq
         hit = self._requests.get(key)
+        # A parsed pod's annotations and requests are never changed in place, and a bind or
+        # a pod's end keeps the very same objects: compared by identity first.
         if (
             hit is not None
             and hit[0] is catalog
             and hit[3] == res.milli_cpu
             and hit[4] == res.memory
-            and hit[2] == res.scalars
-            and hit[1] == ann
+            and (hit[2] is res.scalars or hit[2] == res.scalars)
+            and (hit[1] is ann or hit[1] == ann)
         ):
             return hit[5]
         req = self._request(pod)
-        self._requests[key] = (catalog, dict(ann), dict(res.scalars), res.milli_cpu, res.memory, req)
+        self._requests[key] = (catalog, ann, res.scalars, res.milli_cpu, res.memory, req)
         return req
 
     def _request(self, pod: Pod) -> Request:
