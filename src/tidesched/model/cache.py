@@ -90,6 +90,7 @@ class ClusterCache:
         self._group_pods: defaultdict[str, set[str]] = defaultdict(set)  # job key -> pod keys
         self._dims: Counter[str] = Counter()  # scalar names the pods request
         self._table: NodeTable | None = None
+        self._default_queue: Any = None
         self._unsorted_jobs: set[str] = set()
         self._unsorted_rows: set[int] = set()
         self._order_stale = True  # _tasks / _jobs not in key order
@@ -371,7 +372,9 @@ class ClusterCache:
         """The cache's records as a snapshot (fresh lists, shared records)."""
         queues = list(self._list("Queue"))
         if self.ensure_default_queue and DEFAULT_QUEUE not in self.records["Queue"]:
-            queues.append(default_queue())
+            if self._default_queue is None:
+                self._default_queue = default_queue()  # a record like the others: shared, never changed
+            queues.append(self._default_queue)
         return ClusterSnapshot(
             nodes=list(self._list("Node")),
             pods=list(self._list("Pod")),
