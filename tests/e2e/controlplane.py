@@ -319,12 +319,19 @@ class ControlPlane:
     load_test: bool = False  # raise the in-flight request limits for benchmarks
 
     def __post_init__(self) -> None:
+        self.admin_token = secrets.token_hex(16)
+        self.ca = self.workdir / "ca.crt"
+        self._admin: Api | None = None
+        self._pick_ports()
+
+    def _pick_ports(self) -> None:
+        """Free loopback ports and the processes that listen on them. A port found free may be
+        taken (by an outgoing connection's ephemeral port) before the server binds it: start()
+        then picks new ones."""
         self.etcd_port = free_port()
         self.peer_port = free_port()
         self.port = free_port()
         self.url = f"https://127.0.0.1:{self.port}"
-        self.admin_token = secrets.token_hex(16)
-        self.ca = self.workdir / "ca.crt"
         self.etcd = _Proc(
             "etcd",
             [
@@ -340,7 +347,6 @@ class ControlPlane:
             self.workdir / "etcd.log",
         )
         self.apiserver = _Proc("kube-apiserver", self._apiserver_cmd(), self.workdir / "kube-apiserver.log")
-        self._admin: Api | None = None
 
     def _apiserver_cmd(self) -> list[str]:
         d = self.workdir
@@ -376,13 +382,21 @@ class ControlPlane:
         _write_certs(self.workdir)
         (self.workdir / "audit-policy.yaml").write_text(AUDIT_POLICY)
         (self.workdir / "tokens.csv").write_text(f'{self.admin_token},e2e-admin,e2e-admin,"system:masters"\n')
-        try:
-            self.etcd.start()
-            self._wait(lambda: self._etcd_healthy(), timeout, "etcd")
-            self.start_apiserver(timeout)
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(3):
+            try:
+                self.etcd.start()
+                self._wait(lambda: self._etcd_healthy(), timeout, "etcd")
+                self.start_apiserver(timeout)
+                return self
+            except RuntimeError as exc:
+                self.stop()
+                if "address already in use" not in str(exc) or attempt == 2:
+                    raise
+                shutil.rmtree(self.workdir / "etcd", ignore_errors=True)
+                self._pick_ports()  # a port was taken meanwhile: new ones, a fresh start
+            except BaseException:
+                self.stop()
+                raise
         return self
 
     def start_apiserver(self, timeout: float = 60.0) -> None:
