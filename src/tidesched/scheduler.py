@@ -114,7 +114,10 @@ def run_session(
     now: float = 0.0,
     state: SessionState | None = None,
 ) -> Decisions:
-    return open_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state).run()
+    ssn = open_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state)
+    decisions = ssn.run()
+    ssn.release()  # nothing but the decisions is kept: freed at once, not by the cyclic collector
+    return decisions
 
 
 def schedule_manifests(

@@ -383,15 +383,18 @@ class Runner:
         self.report = report
         self.metrics.report = report
         self.last_decisions = decisions
-        if not self.leading() or self.stop_event.is_set():
-            return decisions  # lost the lease (or stopping) while deciding: apply nothing
-        self.apply(decisions, report)
-        if self.options.enable_metrics:  # the web view is served on the metrics address
-            try:
-                self.view.record(ssn, decisions, report, session=self.sessions, seconds=self._session_seconds)
-            except Exception:  # noqa: BLE001 - a view is never worth a scheduling loop
-                log.exception("web view not updated")
-        return decisions
+        try:
+            if not self.leading() or self.stop_event.is_set():
+                return decisions  # lost the lease (or stopping) while deciding: apply nothing
+            self.apply(decisions, report)
+            if self.options.enable_metrics:  # the web view is served on the metrics address
+                try:
+                    self.view.record(ssn, decisions, report, session=self.sessions, seconds=self._session_seconds)
+                except Exception:  # noqa: BLE001 - a view is never worth a scheduling loop
+                    log.exception("web view not updated")
+            return decisions
+        finally:
+            ssn.release()  # freed now, not left to the cyclic collector (Session.release)
 
     def _dispatch(self, key: str, node: str) -> None:
         if self.leading() and not self.stop_event.is_set():
