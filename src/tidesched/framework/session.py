@@ -234,20 +234,7 @@ class Session:
         self.node_index = self.table.index
         self.total_resource = self.table.totals()
 
-        # Hook registries: hook -> plugin name -> fn.
-        self._fns: dict[str, dict[str, Callable[..., Any]]] = {h: {} for h in HOOK_SWITCH}
-        self._chains: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
-        # Comparator fns of a hook in tier order (the first non-zero answer wins, so tiers
-        # need not be kept apart): heap comparisons call these hundreds of times per session.
-        self._flat: dict[str, list[Callable[..., Any]]] = {}
-        # Row-local forms of predicate/node_order fns (RowFn), and per hook the chain of them
-        # in tier order, or None when some fn of the hook has none.
-        self._row_fns: dict[str, dict[str, RowFn]] = {"predicate": {}, "node_order": {}}
-        self._row_chains: dict[str, list[RowFn] | None] = {}
-        # Sort-key forms of job_order fns (see add_order_key), and the combined key or None.
-        self._order_keys: dict[str, Callable[[JobInfo], Any]] = {}
-        self._job_key: Callable[[JobInfo], tuple[Any, ...]] | None | bool = False  # False: not built
-        self.event_handlers: list[EventHandler] = []
+        self._empty_registries()
 
         # Decisions.
         self.bound: dict[str, str] = {}
@@ -270,6 +257,23 @@ class Session:
             plugin.before_session_open(self)
         for plugin in self.plugins.values():
             plugin.on_session_open(self)
+
+    def _empty_registries(self) -> None:
+        """The hook registries as a new session has them (and a released one: see release)."""
+        # Hook registries: hook -> plugin name -> fn.
+        self._fns: dict[str, dict[str, Callable[..., Any]]] = {h: {} for h in HOOK_SWITCH}
+        self._chains: dict[str, list[list[tuple[str, Callable[..., Any]]]]] = {}
+        # Comparator fns of a hook in tier order (the first non-zero answer wins, so tiers
+        # need not be kept apart): heap comparisons call these hundreds of times per session.
+        self._flat: dict[str, list[Callable[..., Any]]] = {}
+        # Row-local forms of predicate/node_order fns (RowFn), and per hook the chain of them
+        # in tier order, or None when some fn of the hook has none.
+        self._row_fns: dict[str, dict[str, RowFn]] = {"predicate": {}, "node_order": {}}
+        self._row_chains: dict[str, list[RowFn] | None] = {}
+        # Sort-key forms of job_order fns (see add_order_key), and the combined key or None.
+        self._order_keys: dict[str, Callable[[JobInfo], Any]] = {}
+        self._job_key: Callable[[JobInfo], tuple[Any, ...]] | None | bool = False  # False: not built
+        self.event_handlers: list[EventHandler] = []
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -887,14 +891,7 @@ class Session:
         waits for the cyclic collector: a replay's thousands of short sessions made the
         collector's young-generation passes cost more than a tenth of the run."""
         self.plugins = {}
-        self._fns = {h: {} for h in HOOK_SWITCH}
-        self._chains = {}
-        self._flat = {}
-        self._row_fns = {"predicate": {}, "node_order": {}}
-        self._row_chains = {}
-        self._order_keys = {}
-        self._job_key = False
-        self.event_handlers = []
+        self._empty_registries()
         self.on_dispatch = None
 
     # -- running ------------------------------------------------------------------------

@@ -154,8 +154,9 @@ class NodeTable:
 
         ``context`` is what the cached values depend on besides a row's state and the cache
         key: the scheduler config (plugin weights and arguments, the chains of row fns). The
-        parent's caches are dropped when it is another object than last time, as when they
-        outgrow MAX_CARRIED keys or their change log outgrows a few passes over the nodes.
+        parent's caches are dropped when the context is another object than last time, when
+        they outgrow MAX_CARRIED keys, and when its change log outgrows a few passes over the
+        nodes.
         Only the parent's own changes (events between sessions) move its entries; a value is
         written back to the parent only while this copy has changed nothing, so it holds for
         the parent's state too."""

@@ -68,11 +68,12 @@ MAX_SIM_TIME = 366 * 86400.0  # an open-ended scenario stops here at the latest
 # Steps that carry the fragmentation measure: about this many, spread over the run (more than
 # the report's points per series; each costs one pass over the workload mix and the nodes).
 FRAGMENTATION_SAMPLES = 800
-# Cyclic GC during a run: every session leaves a cycle (the session and its plugins' closures)
-# holding a copy of the node table. The command line's thresholds (50,000 young objects) let
-# a dozen of them pile up, and each young sweep then takes ~100 ms; sweeping every few
-# sessions costs a third of that CPU over a 149-day trace (measured: GC 0.9 s against 2.5 s
-# over the first 1,500 pods). Restored when the run ends.
+# Cyclic GC during a run. Chosen when every session left a cycle (the session and its
+# plugins' closures) holding a copy of the node table: the command line's thresholds (50,000
+# young objects) let a dozen of them pile up, and each young sweep then took ~100 ms (GC 0.9 s
+# against 2.5 s over the first 1,500 pods). Sessions are now released (Session.release), so
+# that reason is gone; over the first 4,000 pods both settings collect for under half a
+# second, and these stay until a side-by-side run prefers the other. Restored when the run ends.
 SIM_GC_THRESHOLDS = (3000, 10, 100)
 
 
