@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -213,6 +214,7 @@ def start_scheduler(which: str, cp: ControlPlane, workdir: Path, extra: list[str
 def run_one(
     which: str, nodes: int, pods: int, gang: int, assets: Path, extra: list[str], timeout: float,
     py_spy: str | None = None,
+    logs: Path | None = None,
 ) -> Result:
     cp = ControlPlane(assets, load_test=True)
     cp.start()
@@ -265,6 +267,11 @@ def run_one(
                 proc.wait(20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        if logs is not None:  # the scheduler's own log (sessions, their times) outlives the run
+            logs.mkdir(parents=True, exist_ok=True)
+            src = cp.workdir / f"{which}.log"
+            if src.exists():
+                shutil.copy(src, logs / f"{which}-{nodes}x{pods}{f'-gang{gang}' if gang else ''}.log")
         cp.cleanup()
 
 
@@ -277,6 +284,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--tidesched-arg", action="append", default=[], help="extra flag for tidesched run")
     ap.add_argument("--py-spy", metavar="FILE", help="sample tidesched with py-spy (installed by hand) into FILE (the floor into FILE.floor)")
+    ap.add_argument("--logs", metavar="DIR", type=Path, help="keep each scheduler's log in DIR")
     args = ap.parse_args()
     assets, missing = find_assets(("kube-scheduler",))
     if assets is None:
@@ -293,7 +301,7 @@ def main() -> int:
         for which, gang in runs:
             if args.only and which != args.only:
                 continue
-            r = run_one(which, nodes, pods, gang, assets, args.tidesched_arg, args.timeout, args.py_spy)
+            r = run_one(which, nodes, pods, gang, assets, args.tidesched_arg, args.timeout, args.py_spy, args.logs)
             results.append(r)
             print(f"  {_row(r)}", flush=True)
     print("\nscheduler        nodes × pods    gang  bound   pods/s  first bind (after sync)  total"

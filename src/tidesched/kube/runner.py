@@ -416,7 +416,9 @@ class Runner:
             if e.kind == "Object":
                 log.warning("%s: %s", e.reason, e.message)
         log.debug(
-            "session: %d binds queued, %d evictions queued, %d pending, %d events",
+            "session %d: %.3fs, %d binds queued, %d evictions queued, %d pending, %d events",
+            self.sessions,
+            self._session_seconds,
             queued,
             evicting,
             unschedulable,
