@@ -23,8 +23,12 @@ pod by resource (the API server's own request counters). Run by hand:
     .venv/bin/python benchmarks/kube.py                     # 1,000 × 5,000 and 5,000 × 10,000
     .venv/bin/python benchmarks/kube.py --sizes 1000x5000 --gang 8
     .venv/bin/python benchmarks/kube.py --only tidesched --sizes 200x1000
+    .venv/bin/python benchmarks/kube.py --repeat 3 --gang 8     # 3 interleaved rounds, medians
 
-The table ends with each size's ratios to kube-scheduler (tidesched's and the floor's).
+The table ends with each size's ratios to kube-scheduler (tidesched's and the floor's). This
+machine's speed drifts within minutes (the same run can take half again as long a few minutes
+later), so ``--repeat N`` runs N rounds with the schedulers interleaved and prints the ratio
+within each round and that of the medians.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -184,6 +189,7 @@ class Result:
     rss_mib: float
     after_sync_s: float  # first bind after the informers synced (tidesched's log says when)
     writes: dict[str, float]  # the scheduler's write requests by resource[/subresource]
+    round: int = 1
 
 
 def start_scheduler(which: str, cp: ControlPlane, workdir: Path, extra: list[str]) -> subprocess.Popen[bytes]:
@@ -284,6 +290,9 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--tidesched-arg", action="append", default=[], help="extra flag for tidesched run")
     ap.add_argument("--py-spy", metavar="FILE", help="sample tidesched with py-spy (installed by hand) into FILE (the floor into FILE.floor)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="N rounds per size, the schedulers interleaved: this machine's speed drifts "
+                         "within minutes, so ratios are taken within a round and over medians")
     ap.add_argument("--logs", metavar="DIR", type=Path, help="keep each scheduler's log in DIR")
     args = ap.parse_args()
     assets, missing = find_assets(("kube-scheduler",))
@@ -298,12 +307,14 @@ def main() -> int:
             runs.insert(1, ("floor", 0))
         if args.gang:
             runs.append(("tidesched", args.gang))
-        for which, gang in runs:
-            if args.only and which != args.only:
-                continue
-            r = run_one(which, nodes, pods, gang, assets, args.tidesched_arg, args.timeout, args.py_spy, args.logs)
-            results.append(r)
-            print(f"  {_row(r)}", flush=True)
+        for rnd in range(1, args.repeat + 1):  # rounds interleave the schedulers: each sees the same phases
+            for which, gang in runs:
+                if args.only and which != args.only:
+                    continue
+                r = run_one(which, nodes, pods, gang, assets, args.tidesched_arg, args.timeout, args.py_spy, args.logs)
+                r.round = rnd
+                results.append(r)
+                print(f"  {_row(r)}", flush=True)
     print("\nscheduler        nodes × pods    gang  bound   pods/s  first bind (after sync)  total"
           "   CPU s: sched / apiserver / etcd  peak RSS")
     for r in results:
@@ -312,16 +323,35 @@ def main() -> int:
     for r in results:
         per_pod = ", ".join(f"{k} {v / max(r.bound, 1):.3f}" for k, v in sorted(r.writes.items(), key=lambda kv: -kv[1]))
         print(f"{r.scheduler:<15} {r.nodes:>6} × {r.pods:<6} {r.gang or '-':>4}  {per_pod}")
-    print("\npods/s relative to kube-scheduler's in the same run:")
+    print("\npods/s relative to kube-scheduler's in the same round:")
     for size in sorted({(r.nodes, r.pods) for r in results}):
-        rate = {(r.scheduler, r.gang): r.pods_per_s for r in results if (r.nodes, r.pods) == size}
-        base = rate.get(("kube-scheduler", 0))
-        if not base:
-            continue
-        ratios = ", ".join(f"{which}{f' (gang {g})' if g else ''} {v / base:.2f}×" for (which, g), v in rate.items()
-                           if which != "kube-scheduler")
-        print(f"{size[0]:>6} × {size[1]:<6}  {ratios}")
+        for rnd in range(1, args.repeat + 1):
+            rate = {(r.scheduler, r.gang): r.pods_per_s for r in results if (r.nodes, r.pods) == size and r.round == rnd}
+            base = rate.get(("kube-scheduler", 0))
+            if not base:
+                continue
+            ratios = ", ".join(f"{_name(which, g)} {v / base:.2f}×" for (which, g), v in rate.items() if which != "kube-scheduler")
+            label = f"  round {rnd}" if args.repeat > 1 else ""
+            print(f"{size[0]:>6} × {size[1]:<6}{label}  {ratios}")
+    if args.repeat > 1:
+        print("\nmedian pods/s over the rounds, and its ratio to kube-scheduler's median:")
+        for size in sorted({(r.nodes, r.pods) for r in results}):
+            runs_of: dict[tuple[str, int], list[float]] = {}
+            for r in results:
+                if (r.nodes, r.pods) == size:
+                    runs_of.setdefault((r.scheduler, r.gang), []).append(r.pods_per_s)
+            med = {k: statistics.median(v) for k, v in runs_of.items()}
+            base = med.get(("kube-scheduler", 0))
+            cells = ", ".join(
+                f"{_name(which, g)} {m:.0f}" + (f" ({m / base:.2f}×)" if base and which != "kube-scheduler" else "")
+                for (which, g), m in med.items()
+            )
+            print(f"{size[0]:>6} × {size[1]:<6}  {cells}")
     return 0
+
+
+def _name(which: str, gang: int) -> str:
+    return f"{which} (gang {gang})" if gang else which
 
 
 def _row(r: Result) -> str:
