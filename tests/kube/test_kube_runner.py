@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import yaml
@@ -348,6 +349,32 @@ def test_pods_listed_before_the_sync_are_parsed_once_while_waiting(tmp_path: Pat
             api.faults.clear()
             assert wait(lambda: len(bound_nodes(api)) == 5 and set(bound_nodes(api).values()) == {"n1"}, 10)
             assert sorted(parsed) == [f"p{i}" for i in range(5)]  # not parsed again by the fill
+        finally:
+            r.stop()
+            t.join(10)
+
+
+def test_no_session_waits_on_a_podgroup_whose_enqueue_write_is_in_flight(tmp_path: Path) -> None:
+    """A gang bound in the first session: its PodGroup still reads Pending until the status write
+    lands. That alone starts no session per period (a mass submission's writes take a while);
+    once the write lands, the group is Inqueue and nothing waits."""
+    with fake_api() as api:
+        api.create_many([node("n1"), podgroup("pg", 1, phase="Pending"), pod("a", "pg")])
+        api.hold("PUT", r"/podgroups/pg")
+        r = make_runner(api, tmp_path, idle_session_interval=60.0)
+        t = _start(r)
+        try:
+            assert wait(lambda: bound_nodes(api)["ns/a"] == "n1", 10)
+            assert wait(lambda: bool(api.held_paths()), 10)  # the write waits at the server
+            sessions = r.sessions
+            assert wait(lambda: not r.store.has_work(), 10)
+            time.sleep(1.0)  # ten periods
+            assert r.sessions == sessions, "the group's write is in flight: nothing to decide"
+            api.unhold()
+            api.release_held(r"/podgroups/pg", execute=True)
+            assert wait(lambda: api.get("PodGroup", "ns/pg")["status"].get("phase") == "Inqueue", 10)
+            assert wait(lambda: "ns/pg" not in r.store.enqueued, 10)
+            assert not r.store.has_work()
         finally:
             r.stop()
             t.join(10)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from builders import node, pod, podgroup, queue
 from kube_helpers import ManualClock, fake_api, informers, kube_for, wait
 from tidesched.framework.session import Decisions
@@ -250,3 +252,24 @@ def test_scheduled_events_of_a_mass_submission_are_combined_per_owner() -> None:
             assert {("Pod", "db-0"), ("Pod", "db-1"), ("Pod", "bare")} <= set(by_object)
             assert by_object[("Pod", "bare")]["message"] == "Successfully assigned ns/bare to n1"
             rec.stop()
+
+
+def test_enqueue_writes_tell_the_store_whether_they_went_through() -> None:
+    """The writer shortens a held enqueue to its TTL when the write went through, and drops it
+    when the write failed or the session put the group back to Pending."""
+    with fake_api() as api:
+        api.create_many([podgroup("ok", 1, phase="Pending"), podgroup("bad", 1, phase="Pending"),
+                         podgroup("back", 1, phase="Pending")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(10)
+            store.assume_enqueued(["ns/ok", "ns/bad", "ns/back"], hold=600.0)
+            api.fail("PUT", r"/podgroups/bad", 500, times=10**6)
+            w = StatusWriter(kube_for(api), store, enqueue_ttl=30.0)
+            w.write(StatusBatch(_decisions(podgroups={"ns/ok": "Inqueue", "ns/bad": "Inqueue", "ns/back": "Pending"}), {}))
+            assert api.get("PodGroup", "ns/ok")["status"]["phase"] == "Inqueue"
+            assert w.errors == 1
+            held = dict(store.enqueued)
+            assert "ns/bad" not in held and "ns/back" not in held
+            # ns/ok: held for the TTL at most (or already confirmed by the watch)
+            assert "ns/ok" not in held or held["ns/ok"] <= time.monotonic() + 30.0
+            assert store.has_work()  # ns/bad and ns/back wait for a session

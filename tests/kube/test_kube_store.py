@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from builders import node, pod
 from kube_helpers import FAST_INFORMER, fake_api, informers, kube_for, wait
 from tidesched.kube.store import (
@@ -237,3 +239,41 @@ def test_first_list_pages_reach_the_loop_before_the_sync_and_relists_do_not() ->
         assert store.take_listed() == []
         inf._list()  # a relist after the sync
         assert store.take_listed() == []
+
+
+def test_podgroups_a_session_moved_on_are_no_work_until_their_write_shows_or_fails() -> None:
+    """A session moved a Pending PodGroup on (Inqueue, Running); until the watch shows the
+    status write, the group alone is no reason for another session — unless the write failed,
+    a later session put it back to Pending, or the hold ran out."""
+    store = ClusterStore(scheduler_names=frozenset({"volcano"}))
+    group = {"kind": "PodGroup", "metadata": {"name": "g", "namespace": "ns"}, "status": {"phase": "Pending"}}
+    other = {"kind": "PodGroup", "metadata": {"name": "h", "namespace": "ns"}, "status": {"phase": "Pending"}}
+    store.replace(PODGROUP, {"ns/g": group, "ns/h": other})
+    assert store.has_work()
+    store.assume_enqueued(["ns/g", "ns/absent"], hold=60.0)
+    assert store.has_work(), "ns/h still waits for enqueue"
+    store.assume_enqueued(["ns/h"], hold=60.0)
+    assert not store.has_work()
+    assert "ns/absent" not in store.enqueued  # only groups Pending in the store are held
+    # The write of ns/h failed: work again at once.
+    store.enqueue_written("ns/h", False, ttl=10.0)
+    assert store.has_work() and "ns/h" not in store.enqueued
+    store.assume_enqueued(["ns/h"], hold=60.0)
+    assert not store.has_work()
+    # The write of ns/g went through; the watch has a short while to show it.
+    store.enqueue_written("ns/g", True, ttl=0.05)
+    assert not store.has_work()
+    time.sleep(0.1)
+    assert store.has_work(), "the watch never showed the write: the group is work again"
+    store.expire()
+    assert "ns/g" not in store.enqueued
+    # The watch shows ns/h Inqueue: nothing left to hold, nothing pending.
+    store.apply(PODGROUP, "MODIFIED", "ns/h", {**other, "status": {"phase": "Inqueue"}})
+    assert "ns/h" not in store.enqueued
+    store.apply(PODGROUP, "MODIFIED", "ns/g", {**group, "status": {"phase": "Running"}})
+    assert not store.has_work()
+    # A group that goes back to Pending (a relist shows it so) is not held by an old entry.
+    store.assume_enqueued(["ns/g"], hold=60.0)
+    assert "ns/g" not in store.enqueued  # not Pending in the store: nothing to hold
+    store.replace(PODGROUP, {"ns/g": group})
+    assert store.has_work()

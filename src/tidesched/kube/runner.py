@@ -43,6 +43,10 @@ from tidesched.scheduler import collector_paused, config_from_file, open_session
 
 log = logging.getLogger("tidesched.kube.runner")
 
+# The longest a PodGroup moved out of Pending waits for its status write before it counts as
+# work again (the writer goes through a mass submission's groups one by one).
+ENQUEUE_HOLD = 60.0
+
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -407,6 +411,9 @@ class Runner:
         """Hand the decisions to the writers; returns at once (K8S-2: off the session path)."""
         queued = self.binder.submit(d.bound)
         evicting = self.evictor.submit(d.evicted, d.eviction_reasons)
+        # PodGroups this session moved on are no reason for the next one while their status
+        # write is on its way (ClusterStore.assume_enqueued); first, so the write cannot beat it.
+        self.store.assume_enqueued((k for k, phase in d.podgroups.items() if phase != "Pending"), ENQUEUE_HOLD)
         self.status.submit(StatusBatch(d, report.card_allocated()))
         self.recorder.record_all(d.events)
         unschedulable = sum(1 for e in d.events if e.kind == "Pod" and e.reason == "FailedScheduling")

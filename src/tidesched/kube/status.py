@@ -365,10 +365,15 @@ class StatusBatch:
 class StatusWriter:
     """Writes PodGroup/Queue status and pod conditions for the latest session on its own thread."""
 
-    def __init__(self, kube: Kube, store: ClusterStore, *, conflict_retries: int = 5) -> None:
+    def __init__(
+        self, kube: Kube, store: ClusterStore, *, conflict_retries: int = 5, enqueue_ttl: float = 10.0
+    ) -> None:
         self.kube = kube
         self.store = store
         self.conflict_retries = conflict_retries
+        # After a PodGroup's write out of Pending, how long the watch has to show it before the
+        # group counts as work again (ClusterStore.enqueue_written).
+        self.enqueue_ttl = enqueue_ttl
         self.writes = 0
         self.conflicts = 0
         self.errors = 0
@@ -433,7 +438,7 @@ class StatusWriter:
         counts = podgroup_counts(self.store.items(POD))
         now = rfc3339()
         for key, phase in sorted(d.podgroups.items()):
-            self._guarded(
+            ok = self._guarded(
                 self._write_podgroup,
                 key,
                 phase,
@@ -441,6 +446,8 @@ class StatusWriter:
                 counts.get(key, Counter()),
                 now,
             )
+            # A group a later session put back to Pending is work again at once, like a failed write.
+            self.store.enqueue_written(key, ok and phase != "Pending", self.enqueue_ttl)
         for name, allocated in sorted(d.queue_allocated.items()):
             desired = dict(allocated)
             desired.update(batch.card_allocated.get(name, {}))
@@ -451,12 +458,14 @@ class StatusWriter:
                 reason = d.pod_condition_reasons.get(key, "Unschedulable")
                 self._guarded(self._write_pod_condition, key, e.message, now, reason)
 
-    def _guarded(self, fn: Any, *args: Any) -> None:
+    def _guarded(self, fn: Any, *args: Any) -> bool:
+        """False when the write failed (logged and counted)."""
         try:
-            fn(*args)
+            return fn(*args) is not False
         except Exception as exc:  # noqa: BLE001 - one object's failure must not stop the others
             self.errors += 1
             log.warning("status write for %s failed: %s", args[0], error_message(exc))
+            return False
 
     def _skip(self, key: str, obj: dict[str, Any], status: dict[str, Any], same: Any) -> bool:
         """We already wrote an equivalent status over exactly this version of the object, and
@@ -476,7 +485,7 @@ class StatusWriter:
         same: Any,
         path: str,
         plural: str,
-    ) -> None:
+    ) -> bool:
         """Optimistic-concurrency loop: build the new status on the freshest object we have;
         on 409 re-read and try again. The ``status`` subresource is used when the CRD has one;
         Volcano's PodGroup CRD has none, so there the whole object is PUT (with the same
@@ -484,9 +493,9 @@ class StatusWriter:
         for attempt in range(self.conflict_retries):
             status = build(obj)
             if same(obj.get("status") or {}, status):
-                return
+                return True
             if attempt == 0 and self._skip(key, obj, status, same):
-                return
+                return True
             body = {**obj, "status": status}
             try:
                 self.kube.put(path if plural in self.no_status_subresource else f"{path}/status", body)
@@ -503,15 +512,16 @@ class StatusWriter:
                 raise
             self.writes += 1
             self._written[key] = (obj["metadata"].get("resourceVersion"), status)
-            return
+            return True
         log.warning("status of %s: gave up after %d conflicts", key, self.conflict_retries)
+        return False
 
     def _write_podgroup(
         self, key: str, phase: str, conditions: list[dict[str, Any]], counts: Counter[str], now: str
-    ) -> None:
+    ) -> bool:
         obj = self.store.get(PODGROUP, key)
         if obj is None:
-            return  # synthesised for a bare pod; no API object to write
+            return True  # synthesised for a bare pod; no API object to write
         ns, name = key.split("/", 1)
 
         def build(o: dict[str, Any]) -> dict[str, Any]:
@@ -532,7 +542,7 @@ class StatusWriter:
                 )
             )
 
-        self._update_status(
+        return self._update_status(
             key, obj, build, same, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/namespaces/{ns}/podgroups/{name}", "podgroups"
         )
 

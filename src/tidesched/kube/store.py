@@ -25,7 +25,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from tidesched.kube.api import ApiException, Kube, json_lines, status_of
 
@@ -93,6 +93,10 @@ class ClusterStore:
     assumed: dict[str, _Assumed] = field(default_factory=dict)
     releasing: dict[str, float] = field(default_factory=dict)  # pod key -> overlay expiry
     released_at: dict[str, float] = field(default_factory=dict)  # pod key -> wall time of the eviction
+    # PodGroup key -> expiry: a session moved it out of Pending and its status write has not
+    # come back on the watch yet (see assume_enqueued). Not an overlay: sessions still read the
+    # API's phase; only has_work() looks at it.
+    enqueued: dict[str, float] = field(default_factory=dict)
     version: int = 0  # bumped on every change; lets waiters notice progress
     # Whose pods count as work (``--scheduler-name``); None: every pod.
     scheduler_names: frozenset[str] | None = None
@@ -122,6 +126,9 @@ class ClusterStore:
                 pending.clear()
                 for key, obj in items.items():
                     self._track(kind, key, obj)
+            if kind == PODGROUP:
+                for key in [k for k in self.enqueued if k not in self._pending_groups]:
+                    del self.enqueued[key]
             if kind == POD:
                 for key in list(self.assumed):
                     self._confirm(key, items.get(key))
@@ -173,14 +180,18 @@ class ClusterStore:
             phase = ((obj or {}).get("status") or {}).get("phase") or "Pending"
             waiting = obj is not None and phase == "Pending"
             (self._pending_groups.add if waiting else self._pending_groups.discard)(key)
+            if not waiting:
+                self.enqueued.pop(key, None)  # the write came back (or the group is gone)
 
     def has_work(self) -> bool:
         """Could a session place anything? A pod of ours with no node that is not assumed (a bind
         in flight), or a PodGroup still Pending (Volcano's job controller creates its pods only
-        once it is Inqueue)."""
+        once it is Inqueue) that no session has moved on yet (its status write in flight)."""
         with self._cond:
             if self._pending_groups:
-                return True
+                now, enqueued = time.monotonic(), self.enqueued
+                if any(enqueued.get(k, 0.0) < now for k in self._pending_groups):
+                    return True
             return any(k not in self.assumed for k in self._pending_pods)
 
     def pending_pods(self) -> list[str]:
@@ -333,10 +344,36 @@ class ClusterStore:
             self._dirty[POD].add(key)
             self._changed()
 
+    def assume_enqueued(self, keys: Iterable[str], hold: float) -> None:
+        """A session moved these PodGroups out of Pending: until the watch shows its status write
+        (at most ``hold`` seconds, shortened by :meth:`enqueue_written`), they are no reason for
+        another session. A gang whose pods are all binding would otherwise get a session every
+        period while the status writer works through a mass submission."""
+        expiry = time.monotonic() + hold
+        with self._cond:
+            for key in keys:
+                if key in self._pending_groups:
+                    self.enqueued[key] = expiry
+
+    def enqueue_written(self, key: str, ok: bool, ttl: float) -> None:
+        """The status write for an assumed enqueue finished: wait ``ttl`` more for the watch to
+        show it; a failed write is work again at once (the next session writes it again)."""
+        with self._cond:
+            if key not in self.enqueued:
+                return
+            if ok:
+                self.enqueued[key] = min(self.enqueued[key], time.monotonic() + ttl)
+            else:
+                del self.enqueued[key]
+                self._changed()
+
     def expire(self) -> list[str]:
         """Drop overlays whose confirmation never came (client-go's assumed-pod TTL)."""
         now = time.monotonic()
         with self._cond:
+            late = [k for k, t in self.enqueued.items() if t < now]
+            for k in late:
+                del self.enqueued[k]
             gone = [k for k, a in self.assumed.items() if a.expires is not None and a.expires < now]
             for k in gone:
                 del self.assumed[k]
