@@ -249,3 +249,22 @@ def test_objects_from_a_world_with_a_kind_that_is_no_string_are_reported() -> No
     snap = build_snapshot([{"kind": ["Pod"], "metadata": {"name": "x", "namespace": "ns"}}], strict_kinds=False)
     assert [p.reason for p in snap.problems] == ["InvalidObject"]
     assert "field kind must be a string" in snap.problems[0].message
+
+
+@pytest.mark.parametrize("weight", ["true", True, "3", 2.5, None, [1]])
+def test_preferred_pod_affinity_weight_must_be_an_integer(weight: object) -> None:
+    """nodeorder multiplies scores by this weight: a pod whose weight is no integer is refused
+    at parse time, naming the field, and the rest of the cluster is scheduled (found by the
+    object fuzzer: such a weight used to fail a whole session)."""
+    term = {"weight": weight, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                                  "labelSelector": {"matchLabels": {"app": "x"}}}}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        raw = pod("odd", "pg", spec={"affinity": {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}})
+        with pytest.raises(ObjectError, match=rf"spec.affinity.{kind}.preferredDuringSchedulingIgnoredDuringExecution\[0\].weight"):
+            parse_pod(raw)
+        snap = build_snapshot([node("n1"), pod("good", "pg"), raw, podgroup("pg")])
+        assert [p.meta.name for p in snap.pods] == ["good"]
+        assert [(e.name, e.reason) for e in snap.problems] == [("odd", "InvalidObject")]
+    ok = pod("fine", "pg", spec={"affinity": {"podAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{**term, "weight": 7}]}}})
+    assert parse_pod(ok).affinity["podAffinity"]

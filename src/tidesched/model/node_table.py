@@ -38,6 +38,8 @@ def occupies_node(task: TaskInfo) -> bool:
 
 def required_affinity_terms(task: TaskInfo, kind: str) -> list[Mapping[str, Any]]:
     """The pod's required ``podAffinity`` or ``podAntiAffinity`` terms (``kind``)."""
+    if not task.pod.affinity:  # most pods: no ABC isinstance checks on the hot path
+        return []
     affinity = task.pod.affinity.get(kind) if isinstance(task.pod.affinity, Mapping) else None
     if not isinstance(affinity, Mapping):
         return []

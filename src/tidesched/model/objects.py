@@ -180,7 +180,13 @@ def _affinity(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     for kind in ("podAffinity", "podAntiAffinity"):
         section = _mapping(affinity, kind, f"spec.affinity.{kind}")
         mappings(section, _REQUIRED, f"spec.affinity.{kind}.{_REQUIRED}")
-        mappings(section, _PREFERRED, f"spec.affinity.{kind}.{_PREFERRED}")
+        for i, term in enumerate(mappings(section, _PREFERRED, f"spec.affinity.{kind}.{_PREFERRED}")):
+            # nodeorder multiplies scores by it; the API server takes only an integer here.
+            weight = term.get("weight", 0)
+            if isinstance(weight, bool) or not isinstance(weight, int):
+                raise ObjectError(
+                    f"spec.affinity.{kind}.{_PREFERRED}[{i}].weight", f"expected an integer, got {weight!r}"
+                )
     return affinity
 
 

@@ -331,6 +331,8 @@ class NodeOrderPlugin(Plugin):
 
     @staticmethod
     def _preferred_node_terms(task: "TaskInfo") -> list[Mapping[str, Any]]:
+        if not task.pod.affinity:  # most pods: no ABC isinstance checks on the hot path
+            return []
         aff = task.pod.affinity.get("nodeAffinity") if isinstance(task.pod.affinity, Mapping) else None
         if not isinstance(aff, Mapping):
             return []
@@ -339,6 +341,8 @@ class NodeOrderPlugin(Plugin):
     @staticmethod
     def _preferred_pod_terms(task: "TaskInfo") -> list[tuple[Mapping[str, Any], int]]:
         """The pod's preferred pod affinity (+weight) and anti-affinity (−weight) terms."""
+        if not task.pod.affinity:
+            return []
         aff = task.pod.affinity if isinstance(task.pod.affinity, Mapping) else {}
         terms: list[tuple[Mapping[str, Any], int]] = []
         for kind, sign in (("podAffinity", 1), ("podAntiAffinity", -1)):
