@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 
 from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, PredicateResult, RowFn, register_plugin
 from tidesched.k8s.node_index import NodeLabelIndex
@@ -80,6 +81,9 @@ def node_taints(table: "NodeTable") -> tuple[TaintIndex, list[str]]:
     return table.memo("taints", build)
 
 
+_KEY_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
 def template_key(task: "TaskInfo") -> str:
     """Everything the static node filters read, as one comparable string."""
     key = task.template_key
@@ -95,15 +99,17 @@ def template_key(task: "TaskInfo") -> str:
             # always starts with "[", so the two forms never collide.
             key = task.template_key = "S" + repr(sorted(selector.items()))
             return key
-        key = json.dumps(
-            [
-                spec.get("nodeSelector") or {},
-                affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else affinity,
-                spec.get("tolerations") or [],
-            ],
-            sort_keys=True,
-            default=str,
-        )
+        parts = [
+            spec.get("nodeSelector") or {},
+            affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else affinity,
+            spec.get("tolerations") or [],
+        ]
+        try:
+            # Every pod from an API server has tolerations (the default not-ready/unreachable
+            # ones), so this is the usual path there: orjson takes a ninth of json's time.
+            key = orjson.dumps(parts, option=_KEY_OPTIONS, default=str).decode()
+        except TypeError:  # what orjson refuses (an integer past 64 bits): json takes it
+            key = json.dumps(parts, sort_keys=True, default=str)
         task.template_key = key
     return key
 
