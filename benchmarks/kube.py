@@ -5,7 +5,8 @@ For each size and each scheduler a fresh control plane (etcd + kube-apiserver fr
 pending pods (1 CPU / 1 Gi each, no PodGroups unless ``--gang``), then the scheduler starts:
 
 * ``kube-scheduler`` from the same directory (``KubeSchedulerConfiguration``: qps/burst 2000, no
-  leader election; pods with ``schedulerName: default-scheduler``);
+  leader election; pods with ``schedulerName: default-scheduler``) as ``system:kube-scheduler``,
+  the identity kubeadm gives it, under the API server's bootstrap RBAC roles for it;
 * ``tidesched run`` as deployed: ``deploy/`` applied, its ServiceAccount's token, Volcano's
   built-in configuration, ``--kube-api-qps``/``--kube-api-burst`` 2000 (pods with
   ``schedulerName: volcano``).
@@ -196,7 +197,9 @@ def start_scheduler(which: str, cp: ControlPlane, workdir: Path, extra: list[str
     env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
     log = open(workdir / f"{which}.log", "wb")
     if which == "kube-scheduler":
-        kubeconfig = cp.kubeconfig(workdir / "admin.kubeconfig", cp.admin_token, user="admin")
+        # Its production identity (system:kube-scheduler, through RBAC and API Priority and
+        # Fairness like tidesched's ServiceAccount), not the admin's system:masters, which skips both.
+        kubeconfig = cp.kubeconfig(workdir / "kube-scheduler.kubeconfig", cp.kube_scheduler_token, user="kube-scheduler")
         conf = workdir / "kube-scheduler.yaml"
         conf.write_text(
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"

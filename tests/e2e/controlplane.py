@@ -320,6 +320,7 @@ class ControlPlane:
 
     def __post_init__(self) -> None:
         self.admin_token = secrets.token_hex(16)
+        self.kube_scheduler_token = secrets.token_hex(16)
         self.ca = self.workdir / "ca.crt"
         self._admin: Api | None = None
         self._pick_ports()
@@ -381,7 +382,12 @@ class ControlPlane:
         self.workdir.mkdir(parents=True, exist_ok=True)
         _write_certs(self.workdir)
         (self.workdir / "audit-policy.yaml").write_text(AUDIT_POLICY)
-        (self.workdir / "tokens.csv").write_text(f'{self.admin_token},e2e-admin,e2e-admin,"system:masters"\n')
+        (self.workdir / "tokens.csv").write_text(
+            f'{self.admin_token},e2e-admin,e2e-admin,"system:masters"\n'
+            # kube-scheduler's own identity, as kubeadm's scheduler.conf gives it: authorized by
+            # the API server's bootstrap RBAC roles for it, not exempt from them as the admin is.
+            f"{self.kube_scheduler_token},system:kube-scheduler,system:kube-scheduler\n"
+        )
         for attempt in range(3):
             try:
                 self.etcd.start()
