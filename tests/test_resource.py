@@ -22,6 +22,7 @@ from tidesched.model.resource import (
     Dimension,
     Resource,
     exceeded_part,
+    is_scalar_resource_name,
     max_resource,
     min_resource,
     share,
@@ -591,7 +592,7 @@ def test_share(alloc: float, deserved: float, expected: float) -> None:
 
 # ---------------------------------------------------------------------------- properties
 
-NAMES = [GPU, "huawei.com/npu", "rdma", "hugepages-2Mi"]
+NAMES = [GPU, "huawei.com/npu", "rdma/hca", "hugepages-2Mi"]
 amounts = st.integers(min_value=0, max_value=10**9).map(float)
 positive_amounts = st.integers(min_value=1, max_value=10**6).map(float)
 
@@ -735,3 +736,49 @@ def test_less_equal_with_dimension_matches_filtered_less_equal(a: Resource, b: R
 def test_natural_round_trip(a: Resource) -> None:
     back = Resource.from_resource_list(a.to_natural())
     assert back == a
+
+
+# ---------------------------------------------------------------------------- names Volcano counts
+
+
+@pytest.mark.parametrize(
+    "name, counted",
+    [
+        ("nvidia.com/gpu", True),
+        ("huawei.com/Ascend910", True),
+        ("nvidia.com/mig-1g.5gb", True),
+        ("volcano.sh/vgpu-memory", True),
+        ("ephemeral-storage", True),
+        ("hugepages-2Mi", True),
+        ("attachable-volumes-aws-ebs", True),
+        ("kubernetes.io/batch-cpu", True),
+        # quota-style names Volcano's job and podgroup controllers write into minResources
+        ("requests.cpu", False),
+        ("requests.memory", False),
+        ("requests.nvidia.com/gpu", False),
+        ("limits.cpu", False),
+        ("count/pods", False),
+        # native names without a domain that are no resource, and invalid extended names
+        ("gpu", False),
+        ("Example.com/gpu", False),
+        ("a/b/c", False),
+    ],
+)
+def test_scalar_resource_names_as_volcano_counts_them(name: str, counted: bool) -> None:
+    assert is_scalar_resource_name(name) is counted
+    r = Resource.from_resource_list({name: "2"})
+    assert (name in r.scalars) is counted
+
+
+def test_min_resources_as_volcanos_job_controller_writes_them() -> None:
+    # spec.minResources of the PodGroup vc-controller-manager v1.7.0 made for a Job of one master
+    # (2 cpu, 4Gi) and four workers (2 cpu, 4Gi, 4 GPUs): the quota-style duplicates and the pod
+    # counts must not become dimensions no queue or node has.
+    written = {
+        "count/pods": "5", "cpu": "10", "memory": "20Gi", "nvidia.com/gpu": "16", "pods": "5",
+        "requests.cpu": "10", "requests.memory": "20Gi", "requests.nvidia.com/gpu": "16",
+    }
+    r = Resource.from_resource_list(written)
+    assert r == Resource.from_resource_list({"cpu": "10", "memory": "20Gi", "nvidia.com/gpu": "16", "pods": "5"})
+    assert r.resource_names() == ["cpu", "memory", "nvidia.com/gpu"]
+    assert r.max_task_num == 5

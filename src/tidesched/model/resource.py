@@ -14,7 +14,9 @@ it is created and compared per task inside the scheduling loops.
 from __future__ import annotations
 
 import enum
+import functools
 import math
+import re
 import sys
 from collections.abc import Mapping
 from typing import Self
@@ -28,6 +30,7 @@ __all__ = [
     "MIN_RESOURCE",
     "Dimension",
     "Resource",
+    "is_scalar_resource_name",
     "min_resource",
     "max_resource",
     "exceeded_part",
@@ -44,6 +47,43 @@ MIN_RESOURCE = 0.1
 
 # Scalar names ignored by emptiness checks (Volcano's ignoredScalarResources).
 _IGNORED_SCALARS = frozenset({PODS})
+
+
+# A Kubernetes qualified name's parts (apimachinery's IsQualifiedName): an optional DNS-1123
+# subdomain prefix, then a name of at most 63 characters.
+_QUALIFIED_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUOTA_PREFIX = "requests."
+
+
+def _is_qualified_name(name: str) -> bool:
+    prefix, slash, part = name.rpartition("/")
+    if slash:
+        if "/" in prefix or not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
+            return False
+    return 0 < len(part) <= 63 and _QUALIFIED_PART.match(part) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def is_scalar_resource_name(name: str) -> bool:
+    """Whether a resource name other than cpu, memory and pods counts as a scalar, as Volcano's
+    ``NewResource`` decides (``pkg/scheduler/api/resource_info.go``): ``ephemeral-storage``,
+    and what kube-scheduler's ``IsScalarResourceName`` accepts: extended resources
+    (``nvidia.com/gpu``; not the ``requests.``-prefixed quota form), ``hugepages-*``,
+    ``attachable-volumes-*`` and ``kubernetes.io/``-prefixed names. Object-count quotas
+    (``count/pods``) and quota-style names (``requests.cpu``) are not resources.
+
+    PodGroups written by Volcano's job and podgroup controllers carry both forms in
+    ``spec.minResources`` (``cpu`` and ``requests.cpu``); only the first counts."""
+    if name == "ephemeral-storage":
+        return True
+    if name.startswith("count/"):
+        return False
+    if name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name:
+        return True
+    # Extended: not native (a native name has no "/"), not already a quota name, and a valid
+    # qualified name once prefixed the quota way.
+    return "/" in name and not name.startswith(_QUOTA_PREFIX) and _is_qualified_name(_QUOTA_PREFIX + name)
 
 
 class Dimension(enum.Enum):
@@ -113,10 +153,10 @@ class Resource:
                     r.memory += value(raw)
                 elif name == PODS:
                     r.max_task_num += value(raw)
-                elif name.startswith("count/"):
-                    continue  # object-count quota entries are not schedulable resources
-                else:
+                elif is_scalar_resource_name(name):
                     scalars[name] = scalars.get(name, 0.0) + milli_value(raw)
+                # else: a quota-style name (``requests.cpu``, ``count/pods``, ``limits.memory``)
+                # or another native name Volcano's NewResource does not count: skipped as there.
             except QuantityError as exc:
                 raise QuantityError(f"resource {name!r}: {exc}") from exc
         return r
