@@ -279,6 +279,60 @@ def test_unknown_plugin_keys_are_warnings() -> None:
 # ---------------------------------------------------------------------------- names and structure
 
 
+def test_volcano_plugin_not_implemented_is_named_as_such() -> None:
+    err = error_of(
+        """\
+        actions: "enqueue, allocate"
+        tiers:
+        - plugins:
+          - name: gang
+          - name: tdm
+        """
+    )
+    assert err.line == 5 and err.field == "tiers[0].plugins[1].name"
+    assert 'plugin "tdm" is one of Volcano\'s that tidesched does not implement' in err.reason
+    assert "supported: binpack, capacity, capacity-card" in err.reason and "sla" in err.reason
+    assert "Replacing vc-scheduler" in err.reason
+
+
+def test_volcano_ci_config_with_sla_is_read() -> None:
+    # Volcano's own e2e runs install this config (hack/run-e2e-kind.sh): sla in the first tier.
+    from tidesched.scheduler import config_from_text
+
+    cfg = config_from_text(
+        textwrap.dedent(
+            """\
+            actions: "enqueue, allocate, backfill, reclaim, preempt"
+            tiers:
+            - plugins:
+              - name: priority
+              - name: gang
+                enablePreemptable: false
+              - name: conformance
+              - name: sla
+            - plugins:
+              - name: overcommit
+              - name: drf
+                enablePreemptable: false
+              - name: predicates
+              - name: proportion
+              - name: nodeorder
+              - name: binpack
+            """
+        )
+    )
+    assert [p.name for p in cfg.tiers[0]] == ["priority", "gang", "conformance", "sla"]
+
+
+@pytest.mark.parametrize("value", ['"3 seconds"', '"0s"', '"-1m"', "3"])
+def test_sla_waiting_time_argument_must_be_a_positive_go_duration(value: str) -> None:
+    from tidesched.scheduler import config_from_text
+
+    text = f"actions: enqueue\ntiers:\n- plugins:\n  - name: sla\n    arguments:\n      sla-waiting-time: {value}\n"
+    with pytest.raises(ConfigError, match="sla-waiting-time"):
+        config_from_text(text, "sla.conf")
+
+
 def test_unknown_plugin_names_line_and_field_and_known_list() -> None:
     err = error_of(
         """\

@@ -702,6 +702,15 @@ def _parse_switch(reader: _Reader, key: str, node: Node, path: str) -> bool | No
     raise reader.error(node, f"{path}.{key}", f"expected true or false, got {_kind(node)}")
 
 
+# Volcano's plugins (its plugins/factory.go, master) that tidesched does not implement: named as
+# such when a config enables one, rather than as a typo.
+VOLCANO_PLUGINS_NOT_IMPLEMENTED = frozenset({
+    "cdp", "deviceshare", "extender", "network-topology-aware", "numa-aware", "pdb", "rescheduling",
+    "resource-strategy-fit", "resourcequota", "task-topology", "tdm", "usage",
+})
+PLUGINS_DOC = 'docs/operations.md, "Replacing vc-scheduler in a Volcano install"'
+
+
 def _parse_plugin(
     reader: _Reader,
     node: Node,
@@ -718,12 +727,13 @@ def _parse_plugin(
         if key == "name":
             name = reader.text(value_node, f"{path}.name")
             if known_plugins is not None and name not in known_plugins:
-                raise reader.error(
-                    value_node,
-                    f"{path}.name",
-                    f'unknown plugin "{name}" (known: {", ".join(sorted(known_plugins))})'
-                    + _closest(name, known_plugins),
-                )
+                supported = ", ".join(sorted(known_plugins))
+                if name in VOLCANO_PLUGINS_NOT_IMPLEMENTED:
+                    reason = (f'plugin "{name}" is one of Volcano\'s that tidesched does not implement '
+                              f"(supported: {supported}); remove it or see {PLUGINS_DOC}")
+                else:
+                    reason = f'unknown plugin "{name}" (known: {supported})' + _closest(name, known_plugins)
+                raise reader.error(value_node, f"{path}.name", reason)
             continue
         if key == "arguments":
             if _is_null(value_node):

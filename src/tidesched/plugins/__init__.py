@@ -20,6 +20,7 @@ _MODULES = (
     "capacity_card",
     "nodegroup",
     "cardprotect",
+    "sla",
 )
 
 
