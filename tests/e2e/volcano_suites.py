@@ -1,0 +1,304 @@
+"""Run one of Volcano's own Ginkgo e2e suites (v1.7.0's ``test/e2e/<suite>``, compiled with
+``go test -c``) against one scheduler, on a fresh test control plane dressed as the kind cluster of
+Volcano's CI, and return the outcome of every spec.
+
+For one (suite, scheduler) :func:`run_suite` starts, in order: etcd + kube-apiserver
+(``controlplane``); ``deploy/`` applied (tidesched's ServiceAccount and RBAC) and Volcano's CRDs
+over it; the admission webhook stand-in (``admission``); the kube-controller-manager stand-ins
+(``kcm``); the kind nodes, kindnet's pods, the kubelet stand-in and kube-scheduler (``kind``);
+the scheduler's ConfigMap ``volcano-system/integration-scheduler-configmap`` holding the
+configuration, mirrored into the file the scheduler reads; Volcano's real ``vc-controller-manager``;
+then the scheduler under test with Volcano's CI configuration (``volcano-scheduler-ci.conf``):
+``vc-scheduler`` (admin credentials, as ``volcano.py`` runs it) or ``tidesched run`` (its deployed
+ServiceAccount, ``--scheduler-conf`` the same file, ``-v=4``). Both get the chart's schedule
+period, 1 s. The suite binary runs with the admin kubeconfig and writes Ginkgo's JSON report,
+which is read for the per-spec outcome.
+
+As a script::
+
+    python tests/e2e/volcano_suites.py --scheduler tidesched --suite schedulingbase [--focus RE]
+        [--skip RE] [--without-plugin sla] [--keep DIR] [--json OUT]
+
+``--suite`` takes ``schedulingbase``/``schedulingaction`` (in ``../shared/volcano/e2e``) or a path
+to another compiled suite (``jobp``, ``jobseq``, built from the tag; never committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from admission import AdmissionWebhook  # noqa: E402
+from cluster import SA_NAME, SA_NAMESPACE, Scheduler, install_deploy  # noqa: E402
+from controlplane import ControlPlane, find_assets  # noqa: E402
+from kcm import ControllerManager, Informer  # noqa: E402
+from kind import (  # noqa: E402
+    SCHEDULER_CONF_KEY,
+    SCHEDULER_CONFIGMAP,
+    ConfigMapVolume,
+    KindKubelet,
+    create_kind_nodes,
+    start_kube_scheduler,
+)
+from volcano import find_volcano, install_volcano_crds, start_controller_manager, start_vc_scheduler  # noqa: E402
+
+SCHEDULERS = ("vc-scheduler", "tidesched")
+SUITES = ("schedulingbase", "schedulingaction")
+
+
+@dataclass
+class SpecResult:
+    name: str  # container texts and the leaf text, joined by " "
+    state: str  # passed | failed | skipped (by the suite) | filtered (by focus/skip) | panicked | timedout ...
+    seconds: float
+    failure: str = ""
+
+
+@dataclass
+class SuiteRun:
+    suite: str
+    scheduler: str
+    specs: list[SpecResult] = field(default_factory=list)
+    seconds: float = 0.0
+    setup_seconds: float = 0.0
+    exit_code: int | None = None
+    workdir: str = ""
+    config: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def by_name(self) -> dict[str, SpecResult]:
+        return {s.name: s for s in self.specs}
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in self.specs:
+            out[s.state] = out.get(s.state, 0) + 1
+        return out
+
+
+def find_suite(suite: str) -> tuple[Path | None, str]:
+    """A suite name in ``<volcano>/e2e/e2e-<name>`` or a path to a compiled suite."""
+    p = Path(suite)
+    if p.is_file() and os.access(p, os.X_OK):
+        return p, ""
+    volcano, missing = find_volcano()
+    if volcano is None:
+        return None, missing
+    p = volcano / "e2e" / f"e2e-{suite}"
+    if p.is_file() and os.access(p, os.X_OK):
+        return p, ""
+    return None, f"no compiled Volcano e2e suite {suite!r} (looked for {p})"
+
+
+def ci_config(volcano: Path, without: tuple[str, ...] = ()) -> str:
+    """Volcano's CI scheduler configuration, less the plugins named in ``without`` (their lines)."""
+    lines = (volcano / "volcano-scheduler-ci.conf").read_text().splitlines(keepends=True)
+    out = []
+    skip_indent: int | None = None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if skip_indent is not None and line.strip() and indent > skip_indent:
+            continue  # the dropped plugin's arguments
+        skip_indent = None
+        m = re.match(r"^(\s*)- name:\s*(\S+)\s*$", line)
+        if m and m.group(2) in without:
+            skip_indent = len(m.group(1))
+            continue
+        out.append(line)
+    return "".join(out)
+
+
+def parse_report(path: Path) -> list[SpecResult]:
+    """Ginkgo v2's JSON report → one result per It (suite-level nodes left out)."""
+    out = []
+    for suite in json.loads(path.read_text()):
+        for r in suite.get("SpecReports") or []:
+            if r.get("LeafNodeType") != "It":
+                continue
+            name = " ".join([*(r.get("ContainerHierarchyTexts") or []), r.get("LeafNodeText", "")]).strip()
+            failure = (r.get("Failure") or {}).get("Message", "")
+            loc = ((r.get("Failure") or {}).get("Location") or {})
+            if failure and loc.get("FileName"):
+                failure = f"{failure.strip()} [{Path(loc['FileName']).name}:{loc.get('LineNumber')}]"
+            state = str(r.get("State"))
+            if state == "skipped" and not failure:
+                state = "filtered"  # left out by --focus/--skip; a spec that skips itself says why
+            out.append(SpecResult(name, state, round((r.get("RunTime") or 0) / 1e9, 1), failure.strip()))
+    return out
+
+
+def _stop_all(stack: list[Any]) -> None:
+    for thing in reversed(stack):
+        try:
+            thing.stop()
+        except Exception as exc:  # noqa: BLE001 - keep stopping the rest
+            sys.stderr.write(f"stopping {thing!r}: {exc}\n")
+
+
+def run_suite(
+    suite: str,
+    scheduler: str,
+    *,
+    focus: str = "",
+    skip: str = "",
+    without_plugins: tuple[str, ...] = (),
+    workdir: Path | None = None,
+    timeout: float = 3600.0,
+    verbose: bool = False,
+    seed: int | None = None,
+) -> SuiteRun:
+    """One suite against one scheduler on a fresh cluster; every process stopped on return."""
+    if scheduler not in SCHEDULERS:
+        raise ValueError(f"scheduler must be one of {SCHEDULERS}")
+    assets, missing = find_assets(("kube-scheduler",))
+    if assets is None:
+        raise FileNotFoundError(missing)
+    volcano, missing = find_volcano()
+    if volcano is None:
+        raise FileNotFoundError(missing)
+    binary, missing = find_suite(suite)
+    if binary is None:
+        raise FileNotFoundError(missing)
+    workdir = Path(workdir or tempfile.mkdtemp(prefix=f"volcano-e2e-{Path(suite).name}-{scheduler}-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    run = SuiteRun(Path(suite).name.removeprefix("e2e-"), scheduler, workdir=str(workdir))
+    run.config = ci_config(volcano, without_plugins)
+    t0 = time.monotonic()
+    cp = ControlPlane(assets, workdir=workdir / "controlplane")
+    stack: list[Any] = []
+    cp.start()
+    stack.append(cp)
+    try:
+        api = cp.admin
+        install_deploy(api)  # tidesched's namespace, ServiceAccount, RBAC, default queue
+        install_volcano_crds(api, volcano)  # Volcano's CRDs replace deploy/'s
+        webhook = AdmissionWebhook(cp, workdir / "admission").start()
+        stack.append(webhook)
+        kcm = ControllerManager(cp).start()
+        stack.append(kcm)
+        nodes = Informer(cp, "/api/v1/nodes", "Node", "v1", False).start()
+        stack.append(nodes)
+        create_kind_nodes(api)
+        kubelet = KindKubelet(cp, nodes).start()
+        stack.append(kubelet)
+        stack.append(start_kube_scheduler(cp, workdir))
+
+        ns, name = SCHEDULER_CONFIGMAP
+        api.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
+                   "data": {SCHEDULER_CONF_KEY: run.config}})
+        confdir = workdir / "volcano.scheduler"
+        confdir.mkdir(exist_ok=True)
+        conf = confdir / SCHEDULER_CONF_KEY
+        volume = ConfigMapVolume(cp, ns, name, SCHEDULER_CONF_KEY, conf).start()
+        stack.append(volume)
+
+        stack.append(start_controller_manager(cp, volcano, workdir, args=("-v=4",)))
+        if scheduler == "vc-scheduler":
+            stack.append(start_vc_scheduler(cp, volcano, workdir, conf, args=("-v=4" if verbose else "-v=3",)))
+        else:
+            token = cp.service_account_token(SA_NAMESPACE, SA_NAME, seconds=4 * 3600)
+            kubeconfig = cp.kubeconfig(workdir / "tidesched.kubeconfig", token)
+            sched = Scheduler(kubeconfig, conf, workdir / "tidesched.log", period="1s")
+            sched.start()
+            stack.append(sched)
+            sched.wait_ready(90)
+
+        admin_kubeconfig = cp.kubeconfig(workdir / "admin.kubeconfig", cp.admin_token, user="admin")
+        report = workdir / "report.json"
+        cmd = [str(binary), "-ginkgo.v", "-ginkgo.no-color", f"-ginkgo.json-report={report}",
+               f"-ginkgo.timeout={int(timeout)}s"]
+        if focus:
+            cmd.append(f"-ginkgo.focus={focus}")
+        if skip:
+            cmd.append(f"-ginkgo.skip={skip}")
+        if seed is not None:
+            cmd.append(f"-ginkgo.seed={seed}")  # the order of the top-level containers
+        env = {**os.environ, "KUBECONFIG": str(admin_kubeconfig), "NO_PROXY": "127.0.0.1,localhost",
+               "no_proxy": "127.0.0.1,localhost"}
+        run.setup_seconds = round(time.monotonic() - t0, 1)
+        t1 = time.monotonic()
+        with open(workdir / "suite.log", "wb") as out:
+            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir,
+                                  timeout=timeout + 120, check=False)
+        run.exit_code = proc.returncode
+        run.seconds = round(time.monotonic() - t1, 1)
+        if report.exists():
+            run.specs = parse_report(report)
+        else:
+            run.notes.append("no JSON report: see suite.log")
+        run.notes += [f"admission: {e}" for e in webhook.errors[:20]]
+        run.notes += list(kcm.errors())[:20]
+    finally:
+        _stop_all(stack)
+        shutil.rmtree(cp.workdir / "etcd", ignore_errors=True)
+    (workdir / "result.json").write_text(json.dumps(asdict(run), indent=1))
+    return run
+
+
+def table(runs: list[SuiteRun]) -> str:
+    """Spec × scheduler, for docs and the console."""
+    names: list[str] = []
+    for r in runs:
+        for s in r.specs:
+            if s.name not in names:
+                names.append(s.name)
+    head = "| spec | " + " | ".join(r.scheduler for r in runs) + " |"
+    lines = [head, "|---|" + "---|" * len(runs)]
+    for n in names:
+        cells = [(r.by_name().get(n).state if r.by_name().get(n) else "–") for r in runs]  # type: ignore[union-attr]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scheduler", choices=SCHEDULERS, action="append", required=True,
+                    help="may be given twice: both run, one after the other")
+    ap.add_argument("--suite", required=True, help=f"{' or '.join(SUITES)}, or a path to a compiled suite")
+    ap.add_argument("--focus", default="")
+    ap.add_argument("--skip", default="")
+    ap.add_argument("--without-plugin", action="append", default=[],
+                    help="drop this plugin from the CI configuration (e.g. sla, for tidesched until it has it)")
+    ap.add_argument("--keep", type=Path, help="work directory root to keep (logs, report); default: a temporary one")
+    ap.add_argument("--json", type=Path, help="write the runs' results here")
+    ap.add_argument("--seed", type=int, help="Ginkgo's random seed (the order of the suite's top-level containers)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="vc-scheduler at -v=4")
+    args = ap.parse_args(argv)
+    runs = []
+    for s in args.scheduler:
+        wd = (args.keep / f"{Path(args.suite).name}-{s}") if args.keep else None
+        if wd is not None and wd.exists():
+            shutil.rmtree(wd)
+        r = run_suite(args.suite, s, focus=args.focus, skip=args.skip, without_plugins=tuple(args.without_plugin),
+                      workdir=wd, verbose=args.verbose, seed=args.seed)
+        runs.append(r)
+        print(f"{r.suite} with {s}: {r.counts()} in {r.seconds:.0f}s (+{r.setup_seconds:.0f}s setup), "
+              f"exit {r.exit_code}, logs in {r.workdir}", flush=True)
+        for spec in r.specs:
+            line = f"  {spec.state:8} {spec.seconds:6.1f}s  {spec.name}"
+            if spec.state not in ("passed", "skipped"):
+                line += f"\n           {spec.failure[:400]}"
+            print(line)
+        for n in r.notes:
+            print(f"  note: {n}")
+    if len(runs) > 1:
+        print(table(runs))
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in runs], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
