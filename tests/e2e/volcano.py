@@ -39,9 +39,11 @@ def find_volcano(
     return None, f"no Volcano {', '.join(wanted)} and crds/ in {where} (set VOLCANO_ASSETS to Volcano's build)"
 
 
-def install_volcano_crds(api: Api, volcano: Path, timeout: float = 30.0) -> None:
-    """Volcano's CRDs as its Helm chart installs them (replacing a PodGroup or Queue CRD already
-    there, e.g. tidesched's own), served before this returns."""
+def install_volcano_crds(api: Api, volcano: Path, timeout: float = 30.0, *, replace: bool = True) -> None:
+    """Volcano's CRDs as its Helm chart installs them, served before this returns. With
+    ``replace`` a PodGroup or Queue CRD already there (e.g. tidesched's own) is replaced; without,
+    it is kept: tidesched's are newer than v1.7.0's (queue ``parent``, ``priority``, ``deserved``,
+    which v1.7.0's schema would prune), as in a cluster running a newer Volcano."""
     for path in sorted((volcano / "crds").glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if not doc:
@@ -51,6 +53,8 @@ def install_volcano_crds(api: Api, volcano: Path, timeout: float = 30.0) -> None
             except ApiError as exc:
                 if exc.status != 409:
                     raise
+                if not replace:
+                    continue
                 crd = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{doc['metadata']['name']}"
                 current = api.get(crd)
                 doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
