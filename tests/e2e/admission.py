@@ -13,9 +13,9 @@ What each path does (Volcano v1.7.0's behaviour, restated; see ``pkg/webhooks/ad
   added to tensorflow/mpi/pytorch jobs and ``ssh`` to mpi ones.
 - ``/jobs/validate`` (CREATE, UPDATE): the checks on counts, names, policies, plugins, volumes,
   task dependencies, and that the queue exists and is Open; an update may change only
-  ``minAvailable`` and the tasks' ``replicas``/``minAvailable``. Not restated: the full Kubernetes
-  pod-template validation (the API server validates the pods when the controller creates them) and
-  the topology-policy CPU check.
+  ``minAvailable`` and the tasks' ``replicas``/``minAvailable``. Of the Kubernetes pod-template
+  validation only the non-negative resource quantities are restated (the API server validates the
+  pods when the controller creates them); the topology-policy CPU check is left out.
 - ``/podgroups/mutate`` (CREATE): ``queue`` defaults to the namespace's
   ``scheduling.volcano.sh/queue-name`` annotation, else ``default``.
 - ``/pods/validate`` (CREATE, pods of the ``volcano`` scheduler): a pod naming a PodGroup needs it
@@ -196,6 +196,21 @@ def _is_dag(tasks: list[dict[str, Any]]) -> bool:
     return seen == len(names)
 
 
+def _template_errors(task: dict[str, Any], index: int) -> list[str]:
+    """The part of the pod-template validation the suites exercise: resource quantities must not
+    be negative."""
+    spec = ((task.get("template") or {}).get("spec") or {})
+    errs = []
+    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        res = c.get("resources") or {}
+        for kind in ("requests", "limits"):
+            for rname, q in (res.get(kind) or {}).items():
+                if str(q).strip().startswith("-"):
+                    errs.append(f"spec.task[{index}].template.spec.containers.resources.{kind}[{rname}]: "
+                                f"Invalid value: {q!r}: must be greater than or equal to 0.")
+    return errs
+
+
 def validate_job_create(job: dict[str, Any], api: Api) -> None:
     spec = job.get("spec") or {}
     name = job["metadata"].get("name", "")
@@ -243,6 +258,7 @@ def validate_job_create(job: dict[str, Any], api: Api) -> None:
         pod = f"{name}-{tname}-{i}"
         if len(pod) > 63 or not QUALIFIED_NAME.match(pod):
             msg.append(f"create pod with name {pod} validate failed;")
+        msg += _template_errors(t, i)
     if len(name) > 63 or not QUALIFIED_NAME.match(name):
         msg.append(f"create job with name {name} validate failed")
     if total < int(spec.get("minAvailable") or 0):

@@ -8,7 +8,7 @@ control plane (etcd + kube-apiserver) that has none:
 - **garbagecollector**: objects whose owners (by ``ownerReferences`` uid) are all gone are deleted;
   an owner deleted in the foreground (``foregroundDeletion`` finalizer) has its dependents deleted
   and keeps the finalizer until those that block its deletion are gone; ``orphan`` detaches them;
-- **replicaset**: a ReplicaSet's pods are created from its template up to ``replicas`` (and extra
+- **replicaset** (and replicationcontroller): a ReplicaSet's pods are created from its template up to ``replicas`` (and extra
   ones deleted), its status counted;
 - **job** (batch/v1): up to ``parallelism`` pods, ``active``/``succeeded``/``failed`` counted, the
   Complete condition when enough succeeded.
@@ -39,6 +39,7 @@ WATCHED: tuple[tuple[str, str, str, bool], ...] = (
     ("/api/v1/configmaps", "ConfigMap", "v1", True),
     ("/api/v1/secrets", "Secret", "v1", True),
     ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim", "v1", True),
+    ("/api/v1/replicationcontrollers", "ReplicationController", "v1", True),
     ("/apis/apps/v1/replicasets", "ReplicaSet", "apps/v1", True),
     ("/apis/apps/v1/deployments", "Deployment", "apps/v1", True),
     ("/apis/batch/v1/jobs", "Job", "batch/v1", True),
@@ -380,6 +381,8 @@ def _finished(pod: dict[str, Any]) -> bool:
 
 
 class ReplicaSetController(Controller):
+    """ReplicaSets, and ReplicationControllers (the same loop over the other informer)."""
+
     name = "replicaset-controller"
 
     def __init__(self, cp: ControlPlane, replicasets: Informer, pods: Informer) -> None:
@@ -398,7 +401,8 @@ class ReplicaSetController(Controller):
             want = int(spec.get("replicas", 1))
             ns = md["namespace"]
             for _ in range(want - len(active)):
-                body = _pod_from_template(rs, spec.get("template") or {}, controller_ref(rs, "apps/v1", "ReplicaSet"))
+                ref = controller_ref(rs, self.replicasets.api_version, self.replicasets.kind)
+                body = _pod_from_template(rs, spec.get("template") or {}, ref)
                 self.ignore_missing(lambda: self.api.post(f"/api/v1/namespaces/{ns}/pods", body))
             if len(active) > want:
                 # Unscheduled pods first, then pending ones, as the real controller ranks them.
@@ -409,8 +413,7 @@ class ReplicaSetController(Controller):
             status = {"replicas": len(active), "readyReplicas": running, "availableReplicas": running,
                       "observedGeneration": md.get("generation", 1)}
             if {k: (rs.get("status") or {}).get(k, 0) for k in status} != status:
-                self.ignore_missing(lambda: self.api.patch(f"/apis/apps/v1/namespaces/{ns}/replicasets/{md['name']}/status",
-                                                           {"status": status}))
+                self.ignore_missing(lambda: self.api.patch(f"{self.replicasets.path(rs)}/status", {"status": status}))
 
 
 class JobController(Controller):
@@ -476,6 +479,7 @@ class ControllerManager:
             NamespaceController(cp, inf[("v1", "Namespace")]),
             GarbageCollector(cp, inf),
             ReplicaSetController(cp, inf[("apps/v1", "ReplicaSet")], inf[("v1", "Pod")]),
+            ReplicaSetController(cp, inf[("v1", "ReplicationController")], inf[("v1", "Pod")]),
             JobController(cp, inf[("batch/v1", "Job")], inf[("v1", "Pod")]),
         ]
 

@@ -6,7 +6,8 @@ what is bound to a node that exists, and a ConfigMap volume that keeps the sched
 configuration file in step with its ConfigMap (the suites edit it and expect the scheduler to
 reload).
 
-The kubelet stand-in (:class:`KindKubelet`) extends ``cluster.Kubelet``: a pod bound to a node
+The kubelet stand-in (:class:`KindKubelet`) extends ``cluster.Kubelet``: a deleted pod goes away
+``TERMINATION_SECONDS`` (at most its grace period) after its deletion, not at once; a pod bound to a node
 that does not exist (or is not Ready) stays Pending, as nothing would run it; a container whose
 command is a small shell script of ``sleep``/``exit``/no-op statements ends when the script would,
 with its exit code, and the pod's phase follows its ``restartPolicy`` (``Always``: it keeps
@@ -39,6 +40,9 @@ KINDNET_REQUESTS = {"cpu": "100m", "memory": "50Mi"}
 # The scheduler's ConfigMap as the Helm release "integration" names it, and the key it mounts.
 SCHEDULER_CONFIGMAP = ("volcano-system", f"{CLUSTER_NAME}-scheduler-configmap")
 SCHEDULER_CONF_KEY = "volcano-scheduler-ci.conf"
+# How long the kubelet stand-in takes to stop a deleted pod's containers and report it (at most
+# the pod's grace period): a kubelet's relist period and status round trip, about a second or two.
+TERMINATION_SECONDS = 1.5
 
 
 def node_names() -> list[str]:
@@ -137,7 +141,9 @@ class KindKubelet(Kubelet):
     def __init__(self, cp: ControlPlane, nodes: Informer) -> None:
         super().__init__(cp)
         self.nodes = nodes
-        self._timers: list[tuple[float, str, str]] = []  # (when, pod uid, ns/name)
+        self._timers: list[tuple[float, int, str, str, str]] = []  # (when, seq, what, pod uid, ns/name)
+        self._seq = 0
+        self._terminating: set[str] = set()
         self._timer_lock = threading.Condition()
         self._restarts: dict[str, int] = {}
         self._timer_thread = threading.Thread(target=self._run_timers, name="kubelet-runtime", daemon=True)
@@ -162,6 +168,15 @@ class KindKubelet(Kubelet):
 
     def _handle(self, p: dict[str, Any]) -> None:
         md, spec, st = p["metadata"], p.get("spec") or {}, p.get("status") or {}
+        if md.get("deletionTimestamp") and spec.get("nodeName") and not self.hold_deletions:
+            # Stopping the containers and reporting it takes a kubelet a moment, bounded by the
+            # grace period: the pod stays (terminating) until then, as the scheduler and Volcano's
+            # job controller would see it on a real node.
+            if md["uid"] not in self._terminating:
+                self._terminating.add(md["uid"])
+                grace = float(md.get("deletionGracePeriodSeconds") or 0)
+                self._at(time.time() + min(grace, TERMINATION_SECONDS), md["uid"], f"{md['namespace']}/{md['name']}", "delete")
+            return
         if not md.get("deletionTimestamp") and spec.get("nodeName"):
             if spec["nodeName"] not in self.ready_nodes():
                 return  # no kubelet there: it stays Pending
@@ -172,11 +187,12 @@ class KindKubelet(Kubelet):
         script = script_of(p)
         out = outcome(*script) if script is not None else None
         if out is not None:
-            self._at(time.time() + out[0], md["uid"], f"{md['namespace']}/{md['name']}")
+            self._at(time.time() + out[0], md["uid"], f"{md['namespace']}/{md['name']}", "exit")
 
-    def _at(self, when: float, uid: str, key: str) -> None:
+    def _at(self, when: float, uid: str, key: str, what: str) -> None:
         with self._timer_lock:
-            heapq.heappush(self._timers, (when, uid, key))
+            self._seq += 1
+            heapq.heappush(self._timers, (when, self._seq, what, uid, key))
             self._timer_lock.notify_all()
 
     def _run_timers(self) -> None:
@@ -186,12 +202,27 @@ class KindKubelet(Kubelet):
                 if wait > 0:
                     self._timer_lock.wait(min(wait, 0.5))
                     continue
-                _, uid, key = heapq.heappop(self._timers)
+                _, _, what, uid, key = heapq.heappop(self._timers)
             try:
-                self._container_exited(uid, key)
+                if what == "delete":
+                    self._terminated(uid, key)
+                else:
+                    self._container_exited(uid, key)
             except Exception:  # noqa: BLE001 - a pod gone or the client closed at stop: nothing to run
                 if self._stop.is_set():
                     return
+
+    def _terminated(self, uid: str, key: str) -> None:
+        ns, name = key.split("/", 1)
+        try:
+            self.api.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", {
+                "apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
+            self.deleted.append(key)
+        except ApiError as exc:
+            if exc.status not in (404, 409):
+                raise
+        finally:
+            self._terminating.discard(uid)
 
     def _container_exited(self, uid: str, key: str) -> None:
         ns, name = key.split("/", 1)
@@ -221,7 +252,7 @@ class KindKubelet(Kubelet):
                                              "startedAt": now, "finishedAt": now}},
             }]}
             self.api.patch(f"{path}/status", {"status": status})
-            self._at(time.time() + seconds + min(10 * 2 ** (n - 1), 300), uid, key)
+            self._at(time.time() + seconds + min(10 * 2 ** (n - 1), 300), uid, key, "exit")
             return
         phase = "Succeeded" if code == 0 else "Failed"
         status = {

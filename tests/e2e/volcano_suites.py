@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
               f"exit {r.exit_code}, logs in {r.workdir}", flush=True)
         for spec in r.specs:
             line = f"  {spec.state:8} {spec.seconds:6.1f}s  {spec.name}"
-            if spec.state not in ("passed", "skipped"):
+            if spec.state not in ("passed", "skipped", "filtered"):
                 line += f"\n           {spec.failure[:400]}"
             print(line)
         for n in r.notes:
