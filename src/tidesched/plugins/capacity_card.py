@@ -456,7 +456,13 @@ class CapacityCardPlugin(Plugin):
 
     def job_request(self, job: "JobInfo") -> JobRequest:
         """minReq of CARD-6: CPU/memory from ``minResources``; cards from the pods once the
-        job has pods (HPA scale-out/in), else from ``volcano.sh/card.request`` (CARD-5)."""
+        job has pods (HPA scale-out/in), else from ``volcano.sh/card.request`` (CARD-5).
+
+        Like ``minResources``, the pods' cards are those of the job's first minMember pods
+        (placed ones first, then by priority): the pods of a Deployment share one PodGroup of
+        minMember 1 (Volcano's PodGroup controller makes one per owner), and its replicas
+        beyond the first are checked against the quota one by one at allocation, not reserved
+        whole at admission."""
         jr = JobRequest()
         if job.min_resources is not None:
             jr.full_cpu = job.min_resources.milli_cpu
@@ -464,9 +470,10 @@ class CapacityCardPlugin(Plugin):
         if job.tasks:
             if CARD_REQUEST_ANNOTATION in job.pod_group.meta.annotations:
                 self.job_card_request(job)  # unused once pods exist, but a malformed one is still reported
-            for t in sorted(job.tasks.values(), key=lambda t: t.key):
-                if t.status in _GONE:
-                    continue
+            live = [t for t in job.tasks.values() if t.status not in _GONE]
+            live.sort(key=lambda t: (t.uid not in self._charges, -t.priority, t.key))
+            counted = live[: job.min_available] if job.min_available > 0 else live
+            for t in sorted(counted, key=lambda t: t.key):
                 req = self.card_request(t)
                 charged = self._charges.get(t.uid)
                 if charged is not None and charged[1].model:
@@ -485,7 +492,14 @@ class CapacityCardPlugin(Plugin):
             for d in jcr.demands:
                 jr.cards[d.key] = jr.cards.get(d.key, 0.0) + d.count
                 jr.labels.setdefault(d.key, d.label)
-        uses_cards = bool(jr.cards) or bool(jr.errors)
+        # A job names cards through its pods or card.request, or, before its pods exist and
+        # without card.request, through the generic card resources of minResources (Volcano's
+        # job controller writes nvidia.com/gpu there): those count for no model (DEC-5), but a
+        # card job is still exempt from the CPU/memory quota under cardUnlimitedCpuMemory.
+        uses_cards = bool(jr.cards) or bool(jr.errors) or (
+            not job.tasks and job.min_resources is not None
+            and any(v > 0 and self.catalog.is_card_resource(n) for n, v in job.min_resources.scalars.items())
+        )
         if not (self.card_unlimited_cpu_memory and uses_cards):
             jr.cpu, jr.memory = jr.full_cpu, jr.full_memory
         return jr
