@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tidesched.model.status import VALID_STATUSES, TaskStatus
+from tidesched.model.status import VALID_STATUSES, PodGroupPhase, TaskStatus
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Decisions, Session
@@ -201,6 +201,18 @@ def group_lines(ssn: Session, decisions: Decisions, before: GroupBefore) -> list
     )
     if before.ready >= job.min_available:
         lines.append("  The gang is satisfied: enough pods are placed.")
+    elif before.pods == 0 and before.phase == PodGroupPhase.PENDING:
+        # Volcano's job controller makes a Job's pods only once its PodGroup is admitted: no pods
+        # is the normal state of a job that waits at enqueue, not a missing gang.
+        if after == PodGroupPhase.PENDING:
+            lines.append(
+                "  Not admitted: the PodGroup is Pending, and Volcano's job controller creates a Job's "
+                "pods only once its PodGroup is admitted (Inqueue); the reasons it was not admitted follow."
+            )
+        else:
+            lines.append(f"  Admitted this session ({after}): its controller creates the pods next.")
+    elif before.pods == 0:
+        lines.append("  Admitted, no pods yet: waiting for its controller to create them.")
     elif before.valid < job.min_available:
         lines.append(
             f"  The gang cannot start: only {before.valid} valid pods for minMember {job.min_available} "
