@@ -73,7 +73,7 @@ class RunOptions:
     scheduler_conf: str | None = None
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
     schedule_period: float = 1.0
-    # With nothing pending, sessions (status refresh only) at most this often; None: 5 periods,
+    # With nothing pending, sessions (status refresh only) at most this often; None: a period,
     # 10 × the last session's duration, ≥ 1 s.
     idle_session_interval: float | None = None
     leader_elect: bool = False
@@ -352,9 +352,11 @@ class Runner:
             return False
         idle = self.options.idle_session_interval
         if idle is None:
-            # Five periods, and at least ten times the last session: status refreshes never take
-            # more than a tenth of the CPU from the binds they wait for.
-            idle = max(1.0, 5 * self.options.schedule_period, 10 * self._session_seconds)
+            # A period (at least 1 s), and at least ten times the last session: status refreshes
+            # never take more than a tenth of the CPU from the binds they wait for, and a
+            # PodGroup whose pods were bound reads Running about when vc-scheduler's would (its
+            # next session, a period later).
+            idle = max(1.0, self.options.schedule_period, 10 * self._session_seconds)
         return time.monotonic() - self._session_at >= idle
 
     def run_once(self) -> Decisions:
