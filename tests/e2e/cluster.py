@@ -40,6 +40,9 @@ tiers:
   - name: binpack
 """
 GROUP_NAME = "scheduling.k8s.io/group-name"
+# A pod annotation the kubelet stand-in reads: end the pod Succeeded this many seconds after
+# starting it (no annotation: it runs until deleted).
+RUN_SECONDS = "e2e.tidesched.io/run-seconds"
 CARD_LABEL = "nvidia.com/gpu.product"
 
 
@@ -242,6 +245,89 @@ def create_podgroup(
     )
 
 
+BATCH = "/apis/batch.volcano.sh/v1alpha1"
+WEBHOOK_MAX_RETRY = 3  # Volcano's admission webhook's default for a Job's and a task's maxRetry
+
+
+def job_task(
+    name: str,
+    replicas: int,
+    *,
+    min_available: int | None = None,
+    policies: list[dict[str, str]] | None = None,
+    pod_annotations: dict[str, str] | None = None,
+    pod_labels: dict[str, str] | None = None,
+    run_seconds: float | None = None,
+    **pod_kw: Any,
+) -> dict[str, Any]:
+    """One task of a Volcano Job: ``replicas`` pods from a template made by :func:`pod_body`
+    (``cpu``, ``memory``, ``gpus``, ``node_selector``, ``priority_class``, ...). ``run_seconds``:
+    the kubelet stand-in ends each pod ``Succeeded`` that long after starting it."""
+    ann = dict(pod_annotations or {}, **pod_kw.pop("annotations", None) or {})
+    if run_seconds is not None:
+        ann[RUN_SECONDS] = str(run_seconds)
+    pod_labels = {**(pod_labels or {}), **(pod_kw.pop("labels", None) or {})}
+    pod = pod_body("", "template", annotations=ann, labels=pod_labels, **pod_kw)
+    spec = {**pod["spec"], "restartPolicy": "Never"}
+    task: dict[str, Any] = {
+        "name": name,
+        "replicas": replicas,
+        "template": {"metadata": {"annotations": ann, "labels": dict(pod_labels or {})}, "spec": spec},
+    }
+    if min_available is not None:
+        task["minAvailable"] = min_available
+    if policies:
+        task["policies"] = policies
+    return task
+
+
+def create_volcano_job(
+    api: Api,
+    ns: str,
+    name: str,
+    tasks: list[dict[str, Any]],
+    *,
+    min_available: int | None = None,
+    queue: str = "default",
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    priority_class: str | None = None,
+    policies: list[dict[str, str]] | None = None,
+    max_retry: int | None = None,
+) -> dict[str, Any]:
+    """A Volcano Job (``batch.volcano.sh/v1alpha1``) as a user submits it. No admission webhook
+    runs here, so what Volcano's would default is given explicitly: ``schedulerName``,
+    ``queue``, ``minAvailable`` (all replicas), ``maxRetry`` 3, and per task ``minAvailable``
+    (its replicas) and ``maxRetry`` 3. Volcano's job controller then makes the
+    PodGroup ``<name>-<uid>`` (the Job's annotations and labels, ``minTaskMember`` per task,
+    ``minResources``), and the pods ``<name>-<task>-<i>`` only once a scheduler has moved that
+    PodGroup out of ``Pending``."""
+    tasks = [{"minAvailable": t["replicas"], "maxRetry": WEBHOOK_MAX_RETRY, **t} for t in tasks]
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano",
+        "queue": queue,
+        "minAvailable": min_available if min_available is not None else sum(t["replicas"] for t in tasks),
+        "maxRetry": max_retry if max_retry is not None else WEBHOOK_MAX_RETRY,
+        "tasks": tasks,
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if policies:
+        spec["policies"] = policies
+    body = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}, "labels": labels or {}},
+        "spec": spec,
+    }
+    return api.post(f"{BATCH}/namespaces/{ns}/jobs", body)
+
+
+def job_pod_names(name: str, tasks: list[dict[str, Any]]) -> list[str]:
+    """The pods Volcano's job controller makes for a Job: ``<job>-<task>-<index>``."""
+    return [f"{name}-{t['name']}-{i}" for t in tasks for i in range(t["replicas"])]
+
+
 def volcano_job(
     api: Api,
     ns: str,
@@ -254,31 +340,46 @@ def volcano_job(
     annotations: dict[str, str] | None = None,
     pod_annotations: dict[str, str] | None = None,
     priority_class: str | None = None,
+    policies: list[dict[str, str]] | None = None,
+    run_seconds: float | None = None,
     **pod_kw: Any,
 ) -> list[str]:
-    """The PodGroup and pods Volcano's job controller makes for a one-task Job: PodGroup named
-    like the Job with the Job's annotations, pods ``<job>-<task>-<i>`` owned by the Job with the
-    group-name, job-name and task-spec annotations. Returns the pod names."""
-    job_owner = owner_ref("batch.volcano.sh/v1alpha1", "Job", name)
-    ann = dict(annotations or {})
-    create_podgroup(
-        api, ns, name, min_member=min_available if min_available is not None else replicas, queue=queue,
-        annotations=ann, owner=job_owner, priority_class=priority_class,
-    )
-    names = []
-    for i in range(replicas):
-        pod = f"{name}-{task}-{i}"
-        pann = {
-            GROUP_NAME: name,
-            "volcano.sh/job-name": name,
-            "volcano.sh/task-spec": task,
-            "volcano.sh/queue-name": queue,
-            **{k: v for k, v in ann.items() if k.startswith("volcano.sh/")},
-            **(pod_annotations or {}),
-        }
-        create_pod(api, ns, pod, annotations=pann, owner=job_owner, priority_class=priority_class, **pod_kw)
-        names.append(pod)
-    return names
+    """A one-task Volcano Job submitted to the real controller (:func:`create_volcano_job`);
+    returns the names its pods will have."""
+    tasks = [job_task(task, replicas, pod_annotations=pod_annotations, priority_class=priority_class,
+                      run_seconds=run_seconds, **pod_kw)]
+    create_volcano_job(api, ns, name, tasks, min_available=min_available, queue=queue, annotations=annotations,
+                       priority_class=priority_class, policies=policies)
+    return job_pod_names(name, tasks)
+
+
+def volcano_job_status(api: Api, ns: str, name: str) -> dict[str, Any]:
+    return api.get(f"{BATCH}/namespaces/{ns}/jobs/{name}").get("status") or {}
+
+
+def replicaset(api: Api, ns: str, name: str, *, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """The ReplicaSet object ``name`` (created once): the owner its pods name, whose
+    ``volcano.sh/*`` annotations Volcano's PodGroup controller copies to their PodGroup. No
+    ReplicaSet controller runs here, so ``spec.replicas`` is 0 and the tests make the pods."""
+    path = f"/apis/apps/v1/namespaces/{ns}/replicasets"
+    try:
+        return api.get(f"{path}/{name}")
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+    labels = {"app": name}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}, "labels": labels},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels},
+                         "spec": {"schedulerName": "volcano", "containers": [{"name": "main", "image": "busybox"}]}},
+        },
+    }
+    return api.post(path, body)
 
 
 def replicaset_pods(
@@ -292,13 +393,16 @@ def replicaset_pods(
     labels: dict[str, str] | None = None,
     **pod_kw: Any,
 ) -> list[str]:
-    """Pods a ReplicaSet controller would create (no PodGroup: the scheduler makes one per pod,
-    as Volcano's podgroup controller would)."""
-    owner = owner_ref("apps/v1", "ReplicaSet", rs)
+    """Pods a ReplicaSet controller would create, owned by the real ReplicaSet object ``rs``.
+    They name no PodGroup: Volcano's PodGroup controller gives all of the ReplicaSet's pods one
+    (``podgroup-<ReplicaSet uid>``, minMember 1), and until it has, tidesched makes one per pod
+    as that controller would for a bare pod."""
+    rs_obj = replicaset(api, ns, rs)
+    owner = owner_ref("apps/v1", "ReplicaSet", rs, rs_obj["metadata"]["uid"])
     names = []
     for i in range(start, start + count):
         pod = f"{rs}-{i:05d}"
-        create_pod(api, ns, pod, annotations=annotations, labels=labels, owner=owner, **pod_kw)
+        create_pod(api, ns, pod, annotations=annotations, labels={"app": rs, **(labels or {})}, owner=owner, **pod_kw)
         names.append(pod)
     return names
 
@@ -336,7 +440,28 @@ def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
 
 
 def podgroup(api: Api, ns: str, name: str) -> dict[str, Any]:
-    return api.get(f"{VOLCANO}/namespaces/{ns}/podgroups/{name}")
+    """The PodGroup ``name``, or the one a Volcano Job ``name`` owns (``<name>-<uid>``)."""
+    try:
+        return api.get(f"{VOLCANO}/namespaces/{ns}/podgroups/{name}")
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+    for pg in api.items(f"{VOLCANO}/namespaces/{ns}/podgroups"):
+        if any(o.get("kind") == "Job" and o.get("name") == name for o in pg["metadata"].get("ownerReferences") or []):
+            return pg
+    raise ApiError(404, f"no PodGroup {name} and none owned by Job {name}", "GET", f"{ns}/podgroups/{name}")
+
+
+def podgroup_name(api: Api, ns: str, job: str) -> str:
+    """The name of the PodGroup Volcano's job controller made for Job ``job``."""
+    return wait_until(lambda: _pg_name(api, ns, job), 30, f"the PodGroup of Job {ns}/{job}")
+
+
+def _pg_name(api: Api, ns: str, job: str) -> str | None:
+    try:
+        return str(podgroup(api, ns, job)["metadata"]["name"])
+    except ApiError:
+        return None
 
 
 # ------------------------------------------------------------------------------------------
@@ -344,7 +469,8 @@ def podgroup(api: Api, ns: str, name: str) -> dict[str, Any]:
 
 
 class Kubelet:
-    """Plays every node's kubelet: a bound pod becomes Running with a startTime; a pod being
+    """Plays every node's kubelet: a bound pod becomes Running with a startTime; a pod with the
+    ``RUN_SECONDS`` annotation ends ``Succeeded`` (exit code 0) that long after; a pod being
     deleted (evicted) is removed once ``hold_deletions`` is off. Watches all pods; reconnects
     when the watch ends (API server restarted, 410 Gone)."""
 
@@ -353,6 +479,7 @@ class Kubelet:
         self.hold_deletions = False
         self.started: dict[str, str] = {}  # ns/name -> node, every pod it ever started
         self.deleted: list[str] = []
+        self._finish_at: dict[tuple[str, str, str], float] = {}  # (ns, name, uid) -> when it succeeds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kubelet", daemon=True)
 
@@ -378,6 +505,7 @@ class Kubelet:
                     self._handle(p)
                 rv = listing["metadata"]["resourceVersion"]
                 while not self._stop.is_set():
+                    self._finish_due()
                     for ev in self.api.watch_lines("/api/v1/pods", rv, timeout=1):
                         obj = ev.get("object") or {}
                         if ev.get("type") == "ERROR":
@@ -415,9 +543,43 @@ class Kubelet:
                     },
                 )
                 self.started[key] = spec["nodeName"]
+                seconds = (md.get("annotations") or {}).get(RUN_SECONDS)
+                if seconds is not None:
+                    self._finish_at[(md["namespace"], md["name"], md["uid"])] = time.monotonic() + float(seconds)
         except ApiError as exc:
             if exc.status not in (404, 409):
                 raise
+
+    def _finish_due(self) -> None:
+        now = time.monotonic()
+        for ident, at in list(self._finish_at.items()):
+            if at > now:
+                continue
+            del self._finish_at[ident]
+            ns, name, uid = ident
+            try:
+                pod = self.api.get(f"/api/v1/namespaces/{ns}/pods/{name}")
+                if pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
+                    continue
+                containers = [c["name"] for c in pod["spec"]["containers"]]
+                self.api.patch(
+                    f"/api/v1/namespaces/{ns}/pods/{name}/status",
+                    {
+                        "status": {
+                            "phase": "Succeeded",
+                            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now_rfc3339()}],
+                            "containerStatuses": [
+                                {"name": c, "ready": False, "restartCount": 0, "image": "busybox", "imageID": "",
+                                 "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                                                          "finishedAt": now_rfc3339()}}}
+                                for c in containers
+                            ],
+                        }
+                    },
+                )
+            except ApiError as exc:
+                if exc.status not in (404, 409):
+                    raise
 
 
 # ------------------------------------------------------------------------------------------

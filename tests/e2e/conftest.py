@@ -1,6 +1,10 @@
-"""Fixtures for the end-to-end tests: one real control plane per test run, ``deploy/`` applied to
-it as an operator would, and per test a clean cluster, a namespace, a kubelet stand-in and
-``tidesched run`` subprocesses authenticated as the deployed ServiceAccount."""
+"""Fixtures for the end-to-end tests: one real control plane per test run with Volcano installed as
+its users install it (Volcano's CRDs and its own ``vc-controller-manager``: the Job, PodGroup and
+Queue controllers), ``deploy/`` applied to it as an operator would, and per test a clean cluster, a
+namespace, a kubelet stand-in and ``tidesched run`` subprocesses authenticated as the deployed
+ServiceAccount. The control plane's binaries come from ``../shared/envtest`` (or
+``KUBEBUILDER_ASSETS``), Volcano's from ``../shared/volcano`` (or ``VOLCANO_ASSETS``); where either is
+missing the tests are skipped saying so, and fail under ``CI``."""
 
 from __future__ import annotations
 
@@ -19,17 +23,32 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from cluster import SA_NAME, SA_NAMESPACE, Kubelet, Scheduler, ensure_namespace, install_deploy, wait_until  # noqa: E402
 from controlplane import Api, ApiError, ControlPlane, find_assets  # noqa: E402
+from volcano import VolcanoProcess, find_volcano, install_volcano_crds, start_controller_manager  # noqa: E402
 
 _counter = itertools.count(1)
+
+
+def _required(what: str, missing: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} required in CI: {missing}")
+    pytest.skip(f"e2e tests need {what}: {missing}")
+
+
+@pytest.fixture(scope="session")
+def volcano_dir() -> Path:
+    found, missing = find_volcano()
+    if found is None:
+        _required("Volcano's components", missing)
+    assert found is not None
+    return found
 
 
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     assets, missing = find_assets()
     if assets is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"e2e control plane required in CI: {missing}")
-        pytest.skip(f"e2e tests need a control plane: {missing}")
+        _required("a control plane", missing)
+        return
     cp = ControlPlane(assets, workdir=tmp_path_factory.mktemp("controlplane"))
     cp.start()
     try:
@@ -50,18 +69,39 @@ class Installed:
 
 
 @pytest.fixture(scope="session")
-def installed(control_plane: ControlPlane) -> Installed:
+def installed(control_plane: ControlPlane, volcano_dir: Path) -> Installed:
     api = control_plane.admin
     install_deploy(api)
+    # Volcano's Job and Command CRDs for its controllers. deploy/'s PodGroup and Queue CRDs stay:
+    # they are newer than v1.7.0's (queue parent, priority, deserved), as with a newer Volcano.
+    install_volcano_crds(api, volcano_dir, replace=False)
     token = control_plane.service_account_token(SA_NAMESPACE, SA_NAME)
     kubeconfig = control_plane.kubeconfig(control_plane.workdir / "tidesched.kubeconfig", token)
     cm = api.get(f"/api/v1/namespaces/{SA_NAMESPACE}/configmaps/tidesched-scheduler-configmap")
     return Installed(kubeconfig, token, cm["data"]["volcano-scheduler.conf"])
 
 
+@pytest.fixture(scope="session")
+def volcano_controllers(control_plane: ControlPlane, installed: Installed, volcano_dir: Path) -> Iterator[VolcanoProcess]:
+    """Volcano's ``vc-controller-manager`` for the whole run, as a Volcano install runs it."""
+    proc = start_controller_manager(control_plane, volcano_dir, control_plane.workdir)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
 def clean_cluster(api: Api) -> None:
-    """Remove what earlier tests left: pods (at once), PodGroups, PDBs, nodes, queues but default.
+    """Remove what earlier tests left: Volcano Jobs and ReplicaSets first (their controllers would
+    make their pods again), pods (at once), PodGroups, PDBs, nodes, queues but default.
     Namespaces stay (no namespace controller runs to finish deleting them); tests use new ones."""
+    for job in api.items("/apis/batch.volcano.sh/v1alpha1/jobs"):
+        md = job["metadata"]
+        api.delete(f"/apis/batch.volcano.sh/v1alpha1/namespaces/{md['namespace']}/jobs/{md['name']}")
+    for rs in api.items("/apis/apps/v1/replicasets"):
+        md = rs["metadata"]
+        api.delete(f"/apis/apps/v1/namespaces/{md['namespace']}/replicasets/{md['name']}")
+    wait_until(lambda: not api.items("/apis/batch.volcano.sh/v1alpha1/jobs"), 30, "Volcano Jobs to be deleted")
     for p in api.items("/api/v1/pods"):
         md = p["metadata"]
         api.delete(f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}", gracePeriodSeconds=0)
@@ -98,6 +138,7 @@ class E2E:
     ns: str
     tmp: Path
     kubelet: Kubelet
+    volcano: VolcanoProcess | None = None  # vc-controller-manager
     schedulers: list[Scheduler] = field(default_factory=list)
     # Epoch windows in which a refused request is the API server's doing, not a gap in RBAC.
     rbac_not_ready: list[tuple[float, float]] = field(default_factory=list)
@@ -113,6 +154,10 @@ class E2E:
         finally:
             sa.close()
         self.rbac_not_ready.append((start, time.time() + 2.0))
+        # Volcano's controllers reconnect on their own, but their informers back off for up to
+        # tens of seconds after the refused connections: a restart gives the tests a fresh start.
+        if self.volcano is not None:
+            self.volcano.restart()
 
     def namespace(self, suffix: str) -> str:
         ns = f"{self.ns}-{suffix}"
@@ -146,13 +191,19 @@ class E2E:
 
 
 @pytest.fixture
-def e2e(control_plane: ControlPlane, installed: Installed, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[E2E]:
+def e2e(
+    control_plane: ControlPlane,
+    installed: Installed,
+    volcano_controllers: VolcanoProcess,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> Iterator[E2E]:
     api = control_plane.admin
     clean_cluster(api)
     ns = f"e2e{next(_counter)}"
     ensure_namespace(api, ns)
     kubelet = Kubelet(control_plane).start()
-    env = E2E(control_plane, installed, api, ns, tmp_path, kubelet)
+    env = E2E(control_plane, installed, api, ns, tmp_path, kubelet, volcano_controllers)
     try:
         yield env
     finally:
@@ -162,6 +213,8 @@ def e2e(control_plane: ControlPlane, installed: Installed, tmp_path: Path, reque
         if failed:
             for s in env.schedulers:
                 sys.stderr.write(f"\n--- {s.log} ---\n{s.tail(60)}\n")
+            sys.stderr.write(f"\n--- {volcano_controllers.log} ---\n{volcano_controllers.tail(30)}\n")
+        assert volcano_controllers.alive(), f"vc-controller-manager exited:\n{volcano_controllers.tail()}"
         # RBAC for real: any request deploy/rbac.yaml does not allow fails the test.
         forbidden = [line for s in env.schedulers for line in s.forbidden_lines(env.rbac_not_ready)]
         assert not forbidden, "tidesched run was refused by RBAC:\n" + "\n".join(forbidden[:10])

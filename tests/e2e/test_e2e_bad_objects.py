@@ -6,7 +6,18 @@ from __future__ import annotations
 import json
 
 from cluster import (
-    bound, create_node, create_podgroup, create_queue, events, gpu_node, replicaset_pods, volcano_job, wait_until,
+    GROUP_NAME,
+    bound,
+    create_node,
+    create_pod,
+    create_podgroup,
+    create_queue,
+    events,
+    gpu_node,
+    podgroup_name,
+    replicaset_pods,
+    volcano_job,
+    wait_until,
 )
 
 HIERARCHICAL = """
@@ -54,8 +65,10 @@ def test_bad_card_objects_are_reported_and_the_rest_is_scheduled(e2e) -> None:
     create_queue(api, "broken-quota", annotations={"volcano.sh/card.quota": "{not json"})
     # A PodGroup whose minimum the CRD's pattern lets through but no quantity can hold.
     create_podgroup(api, ns, "huge", min_member=1, queue="work", min_resources={"cpu": "1e999"})
-    # A PodGroup charged to a queue that does not exist.
-    volcano_job(api, ns, "orphan", replicas=1, queue="no-such-queue", cpu="1", memory="1Gi")
+    # A PodGroup charged to a queue that does not exist (written directly: Volcano's admission
+    # webhook would refuse a Job naming such a queue).
+    create_podgroup(api, ns, "orphan", min_member=1, queue="no-such-queue")
+    create_pod(api, ns, "orphan-0", annotations={GROUP_NAME: "orphan"}, cpu="1", memory="1Gi")
     q = {"scheduling.volcano.sh/queue-name": "work"}
     replicaset_pods(api, ns, "bad-card", 1, annotations={**q, "volcano.sh/card.name": "NVIDIA-H200||"}, gpus=1)
     volcano_job(api, ns, "bad-request", replicas=1, queue="work", gpus=1,
@@ -70,7 +83,7 @@ def test_bad_card_objects_are_reported_and_the_rest_is_scheduled(e2e) -> None:
         ("huge", "InvalidObject"): "spec.minResources",
         ("orphan", "QueueNotFound"): "no-such-queue",
         ("bad-card-00000", "InvalidCardRequest"): "malformed card name",
-        ("bad-request", "InvalidCardRequest"): "volcano.sh/card.request",
+        (podgroup_name(api, ns, "bad-request"), "InvalidCardRequest"): "volcano.sh/card.request",
     }
     got = _wait_reasons(api, ns, wanted)
     for key, text in wanted.items():

@@ -12,6 +12,7 @@ from cluster import (
     events,
     gpu_node,
     podgroup,
+    podgroup_name,
     replicaset_pods,
     volcano_job,
     wait_until,
@@ -28,13 +29,15 @@ def test_gang_that_never_fits_times_out_and_stays_out(e2e) -> None:
     api, ns = e2e.api, e2e.ns
     create_node(api, "node-a", cpu="4", memory="16Gi")
     create_node(api, "node-b", cpu="4", memory="16Gi")
-    # Three workers of 3 CPU on two 4-CPU nodes, willing to wait 3 s (the Job's annotation
-    # reaches its PodGroup, as Volcano's job controller copies it).
+    create_node(api, "node-c", cpu="2", memory="16Gi")
+    # Three workers of 3 CPU: admitted (10 CPUs in all) but only two fit at once. The job is
+    # willing to wait 3 s (the Job's annotation reaches its PodGroup: the job controller copies it).
     names = volcano_job(
         api, ns, "trainer", replicas=3, cpu="3", memory="1Gi",
         annotations={"scheduling.tidesched.io/gang-timeout-seconds": "3"},
     )
     e2e.scheduler(GANG_TIMEOUT_CONF)
+    pg_name = podgroup_name(api, ns, "trainer")
 
     def timed_out() -> dict | None:
         cond = condition(podgroup(api, ns, "trainer"), "Unschedulable")
@@ -42,7 +45,7 @@ def test_gang_that_never_fits_times_out_and_stays_out(e2e) -> None:
 
     cond = wait_until(timed_out, 30, "the PodGroup's Unschedulable condition with reason GangTimeout")
     assert cond["status"] == "True" and "for minMember 3, 0 of 3 tasks scheduled" in cond["message"]
-    ev = wait_until(lambda: events(api, ns, "trainer", "GangTimeout"), 30, "a GangTimeout event")[0]
+    ev = wait_until(lambda: events(api, ns, pg_name, "GangTimeout"), 30, "a GangTimeout event")[0]
     assert ev["type"] == "Warning" and ev["involvedObject"]["kind"] == "PodGroup"
     assert ev["message"].startswith("gang timed out: waited 3s since ") and "for minMember 3" in ev["message"]
     for pod in names:
@@ -53,7 +56,7 @@ def test_gang_that_never_fits_times_out_and_stays_out(e2e) -> None:
         wait_until(lambda: reason() == "GangTimeout", 30, f"PodScheduled=False/GangTimeout on {pod}")
 
     # Room appears, and a later job uses it: the timed-out gang stays out for good.
-    create_node(api, "node-c", cpu="4", memory="16Gi")
+    create_node(api, "node-d", cpu="4", memory="16Gi")
     volcano_job(api, ns, "probe", replicas=1, cpu="500m", memory="1Gi")
     wait_until(lambda: "probe-worker-0" in bound(api, ns), 30, "a later job to bind")
     assert not set(names) & set(bound(api, ns)), "a timed-out gang was bound"

@@ -25,10 +25,8 @@ def test_eviction_refused_by_budget_is_retried_then_reported(e2e) -> None:
     train = volcano_job(
         api, research, "pretrain", replicas=2, queue="offline", priority_class="e2e-pc-low",
         annotations={"volcano.sh/service.type": "training", "volcano.sh/preemptable": "true"},
-        pod_annotations={"volcano.sh/card.name": H200}, gpus=4, cpu="16", memory="64Gi",
+        pod_annotations={"volcano.sh/card.name": H200}, labels={"job": "pretrain"}, gpus=4, cpu="16", memory="64Gi",
     )
-    for name in train:
-        api.patch(f"/api/v1/namespaces/{research}/pods/{name}", {"metadata": {"labels": {"job": "pretrain"}}})
     pdb = api.post(
         f"/apis/policy/v1/namespaces/{research}/poddisruptionbudgets",
         {

@@ -88,6 +88,12 @@ class VolcanoProcess(_Proc):
         super().__init__(name, cmd, log)
         self.healthz_port = healthz_port
 
+    def restart(self) -> VolcanoProcess:
+        """Stop and start again with the same command line (the log goes on), healthy on return."""
+        self.stop()
+        _start(self)
+        return self.wait_healthy()
+
     def wait_healthy(self, timeout: float = 30.0) -> VolcanoProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
