@@ -235,10 +235,23 @@ def _prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_
         if not paths:
             _fail("give manifest files/directories, or --kubeconfig for a live cluster")
         return _prepare(paths or [], config, scheduler_names, skip_invalid, now)
-    from tidesched.kube.commands import live_snapshot
+    from tidesched.kube.commands import live_config_text, live_snapshot
+    from tidesched.scheduler import config_from_text
 
     try:
-        cfg = config_from_file(config)
+        if config is not None:
+            cfg = config_from_file(config)
+        else:
+            # The config the cluster's scheduler reads: tidesched's ConfigMap, else Volcano's,
+            # else the default run uses. Said on stderr, so stdout stays the report.
+            text, where = live_config_text(str(kubeconfig))
+            if text is None:
+                cfg = config_from_file(None)
+                err.print(f"scheduler config: the default tidesched run uses (Volcano's built-in; {where})",
+                          highlight=False)
+            else:
+                cfg = config_from_text(text, where)
+                err.print(f"scheduler config: {where}", highlight=False)
         snapshot = live_snapshot(str(kubeconfig), scheduler_names)
     except ConfigError as exc:
         _fail(str(exc))
@@ -384,8 +397,11 @@ def simulate_cmd(
         str, typer.Option("--default-runtime", help="What-if: run time of pods without sim.tidesched.io/duration.")
     ] = "1h",
     config_map: Annotated[
-        str, typer.Option("--config-map", help="What-if: the scheduler's ConfigMap, NAMESPACE/NAME.")
-    ] = "volcano-system/tidesched-scheduler-configmap",
+        Optional[str],
+        typer.Option("--config-map", help="What-if: the scheduler's ConfigMap, NAMESPACE/NAME (default: "
+                                          "tidesched's, else Volcano's volcano-scheduler-configmap, else the "
+                                          "default run uses)."),
+    ] = None,
     chaos: Annotated[
         Optional[int],
         typer.Option("--chaos", help="Run the chaos scenario of this generator seed (random cluster, workload and "
@@ -502,7 +518,7 @@ def simulate_cmd(
 
 def _whatif_input(from_cluster: bool, from_dump: Optional[Path], kubeconfig: Optional[Path],
                   add: Optional[list[Path]], for_: Optional[str], default_runtime: str, config: Optional[Path],
-                  config_map: str, scenario: Optional[Path], trace: Optional[Path]) -> tuple[Any, Any]:
+                  config_map: Optional[str], scenario: Optional[Path], trace: Optional[Path]) -> tuple[Any, Any]:
     """``simulate --from-cluster / --from-dump``: the what-if's input and its scenario."""
     from tidesched.sim.scenario import ScenarioError, parse_duration
     from tidesched.sim.whatif import WhatIfError, from_cluster as read_live, from_dump as read_dump, scenario_of
@@ -513,7 +529,7 @@ def _whatif_input(from_cluster: bool, from_dump: Optional[Path], kubeconfig: Opt
         _fail("--from-cluster / --from-dump start from the cluster: give no scenario or --trace")
     if kubeconfig is not None and not from_cluster:
         _fail("--kubeconfig applies to --from-cluster")
-    if "/" not in config_map:
+    if config_map is not None and "/" not in config_map:
         _fail(f"--config-map: expected NAMESPACE/NAME, got {config_map!r}")
     try:
         options = {

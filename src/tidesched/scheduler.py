@@ -76,6 +76,13 @@ def validate_arguments(config: SchedulerConfig) -> SchedulerConfig:
     return config
 
 
+# Where a cluster keeps the scheduler config, in the order looked at when none is named:
+# tidesched's ConfigMap (deploy/, the Helm chart's default release), then Volcano's (its Helm
+# chart's), which a tidesched replacing vc-scheduler reads; and the key both charts use.
+CONFIG_MAPS = ("volcano-system/tidesched-scheduler-configmap", "volcano-system/volcano-scheduler-configmap")
+CONFIG_KEY = "volcano-scheduler.conf"
+
+
 def config_from_text(text: str, source: str = "<config>") -> SchedulerConfig:
     config = load_config(text, source, known_actions=known_actions(), known_plugins=known_plugins())
     return validate_arguments(config)

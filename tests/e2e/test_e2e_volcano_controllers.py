@@ -201,3 +201,50 @@ def test_card_quota_on_a_volcano_job_with_the_real_controller(e2e) -> None:
     # The first job's pods end (the kubelet stand-in), the Job completes, its cards return.
     wait_until(lambda: _job_phase(api, ns, "first") == "Completed", 60, "the first job to complete")
     wait_until(lambda: set(second) <= set(bound(api, ns)), 60, "the second job to bind")
+
+
+def test_cli_reads_the_config_where_the_cluster_keeps_it(e2e, volcano_dir) -> None:
+    """``simulate --from-cluster`` and ``quota``/``explain --kubeconfig`` without ``--config``:
+    tidesched's ConfigMap, else Volcano's (a tidesched that replaced vc-scheduler and kept its
+    configuration), else the default ``run`` uses, saying which."""
+    import subprocess
+
+    from cluster import TIDESCHED
+
+    api = e2e.api
+    create_node(api, "node-a", cpu="8", memory="32Gi")
+    admin = e2e.cp.kubeconfig(e2e.tmp / "admin.kubeconfig", e2e.cp.admin_token, user="admin")
+    ours = "/api/v1/namespaces/volcano-system/configmaps/tidesched-scheduler-configmap"
+    volcanos = "/api/v1/namespaces/volcano-system/configmaps/volcano-scheduler-configmap"
+    saved = api.get(ours)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(TIDESCHED), *args], capture_output=True, text=True, timeout=120,
+                              env={**__import__("os").environ, "NO_PROXY": "127.0.0.1,localhost"})
+
+    def whatif_config(tag: str) -> str:
+        out = e2e.tmp / tag
+        res = cli("simulate", "--from-cluster", "--kubeconfig", str(admin), "--for", "10m", "--out", str(out),
+                  "--no-progress")
+        assert res.returncode == 0, res.stderr + res.stdout
+        return str(json.loads((out / "result.json").read_text())["whatif"]["config"])
+
+    assert whatif_config("ours") == "ConfigMap volcano-system/tidesched-scheduler-configmap"
+    api.delete(ours)
+    try:
+        api.create({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
+                    "data": {"volcano-scheduler.conf": (volcano_dir / "volcano-scheduler-ci.conf").read_text()}})
+        assert whatif_config("volcano") == "ConfigMap volcano-system/volcano-scheduler-configmap"
+        quota = cli("quota", "--kubeconfig", str(admin))
+        assert quota.returncode == 0, quota.stderr
+        assert "scheduler config: ConfigMap volcano-system/volcano-scheduler-configmap" in quota.stderr
+        api.delete(volcanos)
+        assert whatif_config("none").startswith("the default configuration (Volcano's built-in, as tidesched run uses)")
+        quota = cli("quota", "--kubeconfig", str(admin))
+        assert quota.returncode == 0 and "scheduler config: the default tidesched run uses" in quota.stderr, quota.stderr
+    finally:
+        api.delete(volcanos)
+        md = saved["metadata"]
+        api.create({"apiVersion": "v1", "kind": "ConfigMap", "data": saved["data"],
+                    "metadata": {"name": md["name"], "namespace": md["namespace"], "labels": md.get("labels") or {}}})

@@ -81,12 +81,13 @@ def pod(ns: str, name: str, group: str, queue_name: str, cards: int, *, node: st
     return p
 
 
-def dump(tmp_path: Path, items: list[dict[str, Any]], name: str = "cluster.yaml") -> Path:
+def dump(tmp_path: Path, items: list[dict[str, Any]], name: str = "cluster.yaml", config: bool = True) -> Path:
     cm = {"apiVersion": "v1", "kind": "ConfigMap",
           "metadata": {"name": "tidesched-scheduler-configmap", "namespace": "volcano-system"},
           "data": {"volcano-scheduler.conf": CONF}}
     path = tmp_path / name
-    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [*items, cm], "metadata": {"resourceVersion": ""}}))
+    items = [*items, cm] if config else items
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}}))
     os.utime(path, (NOW, NOW))
     return path
 
@@ -168,11 +169,41 @@ def test_cluster_objects_rebase_times_and_set_remaining_run_times() -> None:
     assert by_name["old-train-0"]["status"]["startTime"] == "2024-12-31T23:00:00Z"
 
 
+def test_config_is_found_where_the_cluster_keeps_it(tmp_path: Path) -> None:
+    def config_map(name: str, conf: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "volcano-system"},
+                "data": {"volcano-scheduler.conf": conf}}
+
+    tidesched_conf = 'actions: "enqueue, allocate, backfill, reclaim"\ntiers:\n- plugins:\n  - name: gang\n'
+    volcano_conf = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: sla\n'
+    # Neither: the default run uses, said so.
+    bare = dump(tmp_path, [gpu_node("h1")], "bare.yaml", config=False)
+    w = from_dump(bare)
+    assert w.config.actions == ["enqueue", "allocate", "backfill"]
+    assert w.config_source.startswith("the default configuration (Volcano's built-in, as tidesched run uses): "
+                                      "no ConfigMap volcano-system/tidesched-scheduler-configmap or "
+                                      "volcano-system/volcano-scheduler-configmap")
+    # Volcano's, in a cluster where tidesched replaced vc-scheduler and kept Volcano's config.
+    vc = dump(tmp_path, [gpu_node("h1"), config_map("volcano-scheduler-configmap", volcano_conf)], "vc.yaml",
+              config=False)
+    w = from_dump(vc)
+    assert (w.config.actions, w.config_source) == (["enqueue", "allocate"], "ConfigMap volcano-system/volcano-scheduler-configmap")
+    # tidesched's own first.
+    both = dump(tmp_path, [gpu_node("h1"), config_map("volcano-scheduler-configmap", volcano_conf),
+                           config_map("tidesched-scheduler-configmap", tidesched_conf)], "both.yaml", config=False)
+    w = from_dump(both)
+    assert w.config.actions == ["enqueue", "allocate", "backfill", "reclaim"]
+    assert w.config_source == "ConfigMap volcano-system/tidesched-scheduler-configmap"
+    # One named with --config-map must exist.
+    w = from_dump(both, config_map="volcano-system/volcano-scheduler-configmap")
+    assert w.config.actions == ["enqueue", "allocate"]
+
+
 def test_missing_config_map_and_bad_manifests_are_named(tmp_path: Path) -> None:
     path = tmp_path / "bare.yaml"
     path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [gpu_node("h1")]}))
-    with pytest.raises(WhatIfError, match="ConfigMap volcano-system/tidesched-scheduler-configmap not found"):
-        from_dump(path)
+    with pytest.raises(WhatIfError, match="ConfigMap team/sched not found in .*bare.yaml: give the scheduler config"):
+        from_dump(path, config_map="team/sched")
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: Pod\nmetadata: {name: p, annotations: {sim.tidesched.io/duration: soon}}\nspec: {}\n")
     with pytest.raises(WhatIfError, match=r"bad.yaml.*sim.tidesched.io/duration"):

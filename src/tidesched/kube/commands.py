@@ -24,7 +24,7 @@ from tidesched.kube.server import ListenError
 from tidesched.kube.store import list_once
 from tidesched.kube.usage import QuotaReport, report
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
-from tidesched.scheduler import open_session
+from tidesched.scheduler import CONFIG_KEY, CONFIG_MAPS, open_session
 
 log = logging.getLogger("tidesched.kube")
 
@@ -216,32 +216,60 @@ def quota_report(
 # -- the live read of `simulate --from-cluster` ----------------------------------------------
 
 
-def read_cluster(
-    kubeconfig: str | None, *, config_map: str | None, host: str | None = None, context: str | None = None
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None, str]:
-    """The cluster's objects (the lists ``quota`` makes), the ConfigMap ``ns/name`` when asked
-    (None when it does not exist), and the API server's URL. Read-only. A ConfigMap that may not
-    be read raises ``PermissionError`` naming it."""
+
+
+def find_config_map(kube: Kube, refs: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
+    """The first of the ConfigMaps ``ns/name`` that exists, with its name; None when none does.
+    A ConfigMap that may not be read raises ``PermissionError`` naming it."""
     from kubernetes.client.exceptions import ApiException
 
+    for ref in refs:
+        ns, _, name = ref.partition("/")
+        try:
+            return ref, kube.get(f"/api/v1/namespaces/{ns}/configmaps/{name}")
+        except ApiException as exc:
+            if exc.status == 404:
+                continue
+            if exc.status in (401, 403):
+                raise PermissionError(
+                    f"ConfigMap {ref} may not be read with these credentials ({exc.status} {exc.reason}): "
+                    "use a kubeconfig that may get it, or give the config with --config FILE"
+                ) from None
+            raise
+    return None
+
+
+def read_cluster(
+    kubeconfig: str | None, *, config_maps: Sequence[str] = (), host: str | None = None, context: str | None = None
+) -> tuple[list[dict[str, Any]], tuple[str, dict[str, Any]] | None, str]:
+    """The cluster's objects (the lists ``quota`` makes), the first of ``config_maps`` that
+    exists with its name (None when none does), and the API server's URL. Read-only."""
     kube = Kube(connect(kubeconfig, host=host, context=context, pool_size=4))
     try:
         objects = list_once(kube)
-        cm = None
-        if config_map:
-            ns, _, name = config_map.partition("/")
-            try:
-                cm = kube.get(f"/api/v1/namespaces/{ns}/configmaps/{name}")
-            except ApiException as exc:
-                if exc.status == 404:
-                    cm = None
-                elif exc.status in (401, 403):
-                    raise PermissionError(
-                        f"ConfigMap {config_map} may not be read with these credentials ({exc.status} {exc.reason}): "
-                        "use a kubeconfig that may get it, or give the config with --config FILE"
-                    ) from None
-                else:
-                    raise
-        return objects, cm, kube.conn.host
+        found = find_config_map(kube, config_maps) if config_maps else None
+        return objects, found, kube.conn.host
     finally:
         kube.conn.close()
+
+
+def live_config_text(kubeconfig: str, config_maps: Sequence[str] = CONFIG_MAPS) -> tuple[str | None, str]:
+    """``explain``/``quota --kubeconfig`` without ``--config``: the scheduler config text where
+    the cluster keeps it and a description of where that was; (None, why) when the cluster
+    keeps none, and the default ``run`` uses applies."""
+    kube = Kube(connect(kubeconfig, pool_size=1))
+    try:
+        found = find_config_map(kube, config_maps)
+    finally:
+        kube.conn.close()
+    if found is None:
+        return None, "no ConfigMap " + " or ".join(config_maps)
+    ref, cm = found
+    data = cm.get("data") or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"ConfigMap {ref}: data is not a mapping")
+    if CONFIG_KEY in data:
+        return str(data[CONFIG_KEY]), f"ConfigMap {ref}"
+    if len(data) == 1:  # the chart's and Volcano's use CONFIG_KEY; a hand-made one may not
+        return str(next(iter(data.values()))), f"ConfigMap {ref}"
+    raise ValueError(f"ConfigMap {ref}: no key {CONFIG_KEY!r} (it has {', '.join(sorted(data)) or 'none'})")

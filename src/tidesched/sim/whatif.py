@@ -35,7 +35,7 @@ from tidesched.framework.config import ConfigError, SchedulerConfig
 from tidesched.framework.session import Decisions
 from tidesched.model.loader import InputError, Manifest, load_paths
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
-from tidesched.scheduler import config_from_file, config_from_text
+from tidesched.scheduler import CONFIG_KEY, CONFIG_MAPS, config_from_file, config_from_text
 from tidesched.plugins.capacity_card import SERVICE_TYPE_ANNOTATION
 from tidesched.sim.metrics import capacity_card_args
 from tidesched.sim.runner import Engine, Progress, SimulationRun
@@ -51,9 +51,6 @@ from tidesched.sim.scenario import (
 )
 from tidesched.sim.world import Applied, iso
 
-# The ConfigMap of deploy/configmap.yaml and its key (Volcano's key name).
-DEFAULT_CONFIG_MAP = "volcano-system/tidesched-scheduler-configmap"
-CONFIG_KEY = "volcano-scheduler.conf"
 # Kinds read from the cluster that the simulation takes as they are.
 CLUSTER_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget")
 SERVICE_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "DaemonSet", "Deployment"})
@@ -380,21 +377,33 @@ def load_added(paths: Sequence[str | Path]) -> list[Manifest]:
 
 
 def _config(
-    config_path: str | Path | None, config_map: str, cm: Mapping[str, Any] | None, where: str
+    config_path: str | Path | None,
+    config_map: str | None,
+    found: tuple[str, Mapping[str, Any]] | None,
+    where: str,
+    looked_at: Sequence[str],
 ) -> tuple[SchedulerConfig, str]:
-    """--config FILE wins; else the ConfigMap the deployed scheduler reads."""
+    """--config FILE wins; else the ConfigMap found (the one named by --config-map, else the
+    first of tidesched's and Volcano's that exists); else, with no --config-map, the default
+    ``run`` uses (Volcano's built-in), saying so."""
     if config_path is not None:
         try:
             return config_from_file(config_path), Path(config_path).name
         except ConfigError as exc:
             raise WhatIfError(str(exc)) from None
-    if cm is None:
-        raise WhatIfError(
-            f"ConfigMap {config_map} not found in {where}: give the scheduler config with --config FILE, "
-            "or name the ConfigMap the scheduler reads with --config-map NAMESPACE/NAME"
+    if found is None:
+        if config_map is not None:
+            raise WhatIfError(
+                f"ConfigMap {config_map} not found in {where}: give the scheduler config with --config FILE, "
+                "or name the ConfigMap the scheduler reads with --config-map NAMESPACE/NAME"
+            )
+        return config_from_file(None), (
+            f"the default configuration (Volcano's built-in, as tidesched run uses): no ConfigMap "
+            f"{' or '.join(looked_at)} in {where}"
         )
-    text = config_from_config_map(cm, config_map)
-    return parse_cluster_config(text, f"ConfigMap {config_map}"), f"ConfigMap {config_map}"
+    ref, cm = found
+    text = config_from_config_map(cm, ref)
+    return parse_cluster_config(text, f"ConfigMap {ref}"), f"ConfigMap {ref}"
 
 
 def from_dump(
@@ -402,7 +411,7 @@ def from_dump(
     added: Sequence[str | Path] = (),
     *,
     config_path: str | Path | None = None,
-    config_map: str = DEFAULT_CONFIG_MAP,
+    config_map: str | None = None,
     now: float | None = None,
     **options: Any,
 ) -> WhatIf:
@@ -413,13 +422,17 @@ def from_dump(
         objects = [dict(m.obj) for m in load_paths([p])]
     except InputError as exc:
         raise WhatIfError(str(exc)) from None
-    cm = None
-    ns, _, name = config_map.partition("/")
-    for obj in objects:
-        md = obj.get("metadata") or {}
-        if obj.get("kind") == "ConfigMap" and md.get("name") == name and (md.get("namespace") or "default") == ns:
-            cm = obj
-    config, source = _config(config_path, config_map, cm, str(p))
+    refs = (config_map,) if config_map is not None else CONFIG_MAPS
+    found = None
+    for ref in refs:
+        ns, _, name = ref.partition("/")
+        for obj in objects:
+            md = obj.get("metadata") or {}
+            if obj.get("kind") == "ConfigMap" and md.get("name") == name and (md.get("namespace") or "default") == ns:
+                found = (ref, obj)
+        if found is not None:
+            break
+    config, source = _config(config_path, config_map, found, str(p), refs)
     return WhatIf(
         objects=objects, added=load_added(added), config=config, config_source=source,
         now=p.stat().st_mtime if now is None else now, source=str(p), **options,
@@ -431,7 +444,7 @@ def from_cluster(
     added: Sequence[str | Path] = (),
     *,
     config_path: str | Path | None = None,
-    config_map: str = DEFAULT_CONFIG_MAP,
+    config_map: str | None = None,
     context: str | None = None,
     **options: Any,
 ) -> WhatIf:
@@ -440,12 +453,13 @@ def from_cluster(
 
     added_manifests = load_added(added)  # bad manifests fail before the cluster is read
     now = time.time()
-    objects, cm, server = read_cluster(
+    refs = (config_map,) if config_map is not None else CONFIG_MAPS
+    objects, found, server = read_cluster(
         str(kubeconfig) if kubeconfig else None,
-        config_map=None if config_path is not None else config_map,
+        config_maps=() if config_path is not None else refs,
         context=context,
     )
-    config, source = _config(config_path, config_map, cm, f"the cluster {server}")
+    config, source = _config(config_path, config_map, found, f"the cluster {server}", refs)
     return WhatIf(
         objects=objects, added=added_manifests, config=config, config_source=source, now=now,
         source=f"cluster {server}", **options,
