@@ -29,9 +29,11 @@ H200 = "NVIDIA-H200"
 TIDAL_CONF = (bundled_example().parent / "scheduler.conf").read_text()
 
 
-def tidal_config(gang_safe: bool = True, extra_plugin: str = "") -> str:
-    """The bundled tidal day's configuration, with the reclaim switch and an extra plugin."""
-    switch = f"configurations:\n- name: reclaim\n  arguments: {{enableGangSafeReclaim: {str(gang_safe).lower()}}}\n"
+def tidal_config(gang_safe: bool = True, extra_plugin: str = "", victim_order: str = "") -> str:
+    """The bundled tidal day's configuration, with the reclaim switches and an extra plugin."""
+    order = f", victimOrder: {victim_order}" if victim_order else ""
+    switch = (f"configurations:\n- name: reclaim\n"
+              f"  arguments: {{enableGangSafeReclaim: {str(gang_safe).lower()}{order}}}\n")
     tier = extra_plugin.replace("  - name:", "- plugins:\n  - name:", 1)
     return TIDAL_CONF + tier + switch
 
@@ -125,8 +127,56 @@ def test_only_what_the_reclaimer_needs_beyond_whole_jobs() -> None:
         + inference("chat", 1, 4)
     )
     out = run(objs)
-    # Jobs of one pod put no gang at stake: Volcano's victim, the newest of equal jobs.
+    # Equal single-pod jobs: DEC-8 ties, so Volcano's victim, the newest of equal jobs.
     assert list(out.evicted) == ["ns/b-0"]
+
+
+# ------------------------------------------------------------------------------ tidal victim order
+
+
+def test_tidal_order_breaks_one_job_not_two() -> None:
+    """Issue 25: three single-pod training jobs on one node (4, 2 and 2 cards) and a 4-card
+    inference pod. Volcano's order takes the newest jobs first (the two 2-card ones, both
+    broken); DEC-8 breaks the fewest jobs: the 4-card one alone."""
+    objs = (
+        nodes("n1")
+        + queues()
+        + training("big", [("n1", 4)], 1, started="2026-01-01T00:00:00Z")
+        + training("small-a", [("n1", 2)], 1, started="2026-01-02T00:00:00Z")
+        + training("small-b", [("n1", 2)], 1, started="2026-01-03T00:00:00Z")
+        + inference("chat", 1, 4)
+    )
+    assert list(run(objs).evicted) == ["ns/big-0"]
+    # victimOrder: volcano keeps Volcano's victims: the newest jobs, two of them.
+    assert sorted(run(objs, tidal_config(victim_order="volcano")).evicted) == ["ns/small-a-0", "ns/small-b-0"]
+    assert sorted(run(objs, tidal_config(gang_safe=False)).evicted) == ["ns/small-a-0", "ns/small-b-0"]
+
+
+def test_tidal_order_evicts_the_lower_priority_job_on_a_later_node() -> None:
+    """Issue 25: two full nodes, training jobs of PriorityClass 40000 (on n1) and 20000 (on n2).
+    Volcano's walk stops at the first node that works, evicting the higher-priority job; DEC-8
+    evicts the lower-priority one."""
+    objs = (
+        nodes("n1", "n2")
+        + queues()
+        + [{"kind": "PriorityClass", "metadata": {"name": "p40000"}, "value": 40000},
+           {"kind": "PriorityClass", "metadata": {"name": "p20000"}, "value": 20000}]
+        + training("hi", [("n1", 8)], 1, priority_class="p40000")
+        + training("lo", [("n2", 8)], 1, priority_class="p20000")
+        + inference("chat", 1, 8)
+    )
+    out = run(objs)
+    assert list(out.evicted) == ["ns/lo-0"] and out.pipelined == {"ns/chat-0": "n2"}
+    assert list(run(objs, tidal_config(victim_order="volcano")).evicted) == ["ns/hi-0"]
+
+
+def test_victim_order_argument_is_checked() -> None:
+    import pytest
+
+    from tidesched.framework.config import ConfigError
+
+    with pytest.raises(ConfigError, match="victimOrder"):
+        config_from_text(tidal_config(victim_order="newest"))
 
 
 # ------------------------------------------------------------------------------ DEC-8 choice
@@ -333,10 +383,11 @@ def gang_free_worlds(draw: st.DrawFn) -> list[dict[str, Any]]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gang_free_worlds())
 def test_without_a_gang_at_stake_the_decisions_are_volcanos(objs) -> None:
-    """Issue 12 part 5: where every candidate victim is a job of one pod or a pod above its
-    job's minAvailable, gang-safe reclaim evicts and places exactly as Volcano's per-pod
-    reclaim (enableGangSafeReclaim: false) does."""
-    gang_safe = run(objs).to_json()
+    """Issue 12 part 5: with ``victimOrder: volcano``, where every candidate victim is a job of
+    one pod or a pod above its job's minAvailable, gang-safe reclaim evicts and places exactly
+    as Volcano's per-pod reclaim (enableGangSafeReclaim: false) does. (With capacity-card the
+    default is ``tidal``: DEC-8 ranks these too, see the tests below.)"""
+    gang_safe = run(objs, tidal_config(victim_order="volcano")).to_json()
     volcano = run(objs, tidal_config(gang_safe=False)).to_json()
     assert gang_safe == volcano
 

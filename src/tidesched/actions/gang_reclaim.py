@@ -12,7 +12,9 @@ For each task of the job, in the loop's order:
    any room being released counts. Room idle now is left to allocate, as in Volcano.
 3. **No gang at stake**: Volcano's per-pod walk decides (``reclaim_steps.volcano_walk``), so
    the victims are exactly Volcano's: first working node in name order, victims in
-   Volcano's victim order (the newest / highest-index task of equal jobs first).
+   Volcano's victim order (the newest / highest-index task of equal jobs first). With
+   ``victimOrder: tidal`` (the default where capacity-card decides reclaim), step 4 instead,
+   as if a gang were at stake: DEC-8 ranks single-pod jobs too (TIDE-6).
 4. **A gang at stake**: the whole-gang planner (``gang_victims``) gives each node's cheapest
    plan, ranked by DEC-8. The plan is chosen **for the job, not for the task**: when the job
    has more tasks to place and the cheapest plan's freed room does not hold them all, up to
@@ -59,8 +61,10 @@ HORIZON = 8
 class GangSafeReclaim:
     """The gang-safe choices of one reclaim action (plans cached across its tasks)."""
 
-    def __init__(self, ssn: "Session") -> None:
+    def __init__(self, ssn: "Session", *, every_reclaim_by_dec8: bool = False) -> None:
         self.ssn = ssn
+        # victimOrder tidal: DEC-8 ranks every reclaim, also where no gang is at stake.
+        self.every_reclaim_by_dec8 = every_reclaim_by_dec8
         self.cache = PlanCache(ssn)
         # Nodes where a job evicted whole by this planner frees room.
         self.freed = np.zeros(len(ssn.table), dtype=bool)
@@ -104,7 +108,7 @@ class GangSafeReclaim:
             return self._offer(planner, job, task, row)
 
         offers = self.cache.offers(task, candidates, compute)
-        at_stake = offers.at_stake
+        at_stake = offers.at_stake or self.every_reclaim_by_dec8
 
         releasing = pred.passed & table.fits_cached(task, "future") & ~table.fits_cached(task, "idle")
         if not at_stake:
@@ -227,7 +231,7 @@ class GangSafeReclaim:
             # A run costs at least its first plan; once a run placed every task, a run
             # whose evictions so far already cost more is not finished.
             bound = best_score[1:4] if best_score[0] == -everything else None
-            if bound is not None and (-everything, *plan.cost[:5]) >= best_score:
+            if bound is not None and (-everything, *plan.cost[:4]) > best_score[:5]:
                 continue
             score = self._dry_run(queue, job, task, rest, planner, plan, bound, None)
             if score is not None and score < best_score:

@@ -13,8 +13,9 @@ each and kill all ten (its issues #4607, #5994). Here a victim job is treated as
 For one reclaimer task and one node, a **plan** is the set of evictions that makes the task
 fit the node's FutureIdle. Plans are compared lexicographically (DEC-8): the highest
 priority among the jobs broken (none broken beats any), then the number of jobs broken,
-then the number of pods evicted, then the most recently started jobs, then the job names,
-then the node name. Surplus pods are used before any job is broken and dropped again when
+then the number of pods evicted, then the most recently started jobs; the ties left are
+broken as Volcano's per-pod walk would: the first node in name order, then the jobs first
+in Volcano's victim order there (the newest of equal jobs), then the job names. Surplus pods are used before any job is broken and dropped again when
 a broken job freed enough; jobs are added lowest priority first, so a higher-priority job
 is never broken while lower-priority ones would do.
 
@@ -209,11 +210,16 @@ class GangVictims:
             avail += t.req_vec
             used.append(t)
         if table.fits_row(task, avail):
-            return Plan(row, (NO_JOB, 0, len(used), (), (), table.names[row]), surplus=used)
+            return Plan(row, (NO_JOB, 0, len(used), (), table.names[row], (), ()), surplus=used)
 
         jobs = [ssn.jobs[uid] for uid in by_job if self.breakable(ssn.jobs[uid])]
         if not jobs:
             return None
+        # Each job's place in Volcano's victim order here (its first victim's): the tie-break
+        # left after DEC-8's priority, jobs, pods and start (the newest of equal jobs first).
+        rank: dict[str, int] = {}
+        for i, v in enumerate(victims):
+            rank.setdefault(v.job, i)
         # What breaking a job frees here beyond its surplus pods, which ``all_surplus``
         # already counts.
         freed = {j.uid: self.freed_on(j, row) for j in jobs}
@@ -225,7 +231,7 @@ class GangVictims:
             pool = [j for j in jobs if j.priority <= limit]
             if not table.fits_row(task, all_surplus + sum((freed[j.uid] for j in pool), np.zeros_like(base))):
                 continue
-            return self._plan_breaking(row, all_surplus, surplus, pool, freed)
+            return self._plan_breaking(row, all_surplus, surplus, pool, freed, rank)
         return None
 
     def _plan_breaking(
@@ -235,6 +241,7 @@ class GangVictims:
         surplus: list["TaskInfo"],
         pool: list["JobInfo"],
         freed: dict[str, np.ndarray],
+        rank: dict[str, int],
     ) -> Plan:
         """Break as few jobs of ``pool`` as greedy choice finds (the pool with all surplus
         pods is known to be enough), then drop the surplus pods that are not needed.
@@ -251,7 +258,7 @@ class GangVictims:
 
             def value(j: "JobInfo") -> tuple:
                 covered = float(np.sum(np.minimum(freed[j.uid], deficit) / scale))
-                return (-covered, j.priority, len(self.occupied(j)), -self.started(j), j.key)
+                return (-covered, j.priority, len(self.occupied(j)), -self.started(j), rank[j.uid], j.key)
 
             best = min(left, key=value)
             left.remove(best)
@@ -272,8 +279,9 @@ class GangVictims:
             len(chosen),
             pods,
             tuple(sorted(-self.started(j) for j in chosen)),
+            table.names[row],  # Volcano's walk: the first node in name order
+            tuple(sorted(rank[j.uid] for j in chosen)),  # then its victim order on the node
             tuple(j.key for j in chosen),
-            table.names[row],
         )
         return Plan(row, cost, surplus=kept, broken=chosen)
 

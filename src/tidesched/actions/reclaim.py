@@ -16,9 +16,10 @@ Rules (Volcano actions/reclaim, restated):
 * The job's Statement is committed if JobPipelined holds afterwards, else discarded.
 * Arguments: ``predicateErrorCacheEnable`` is accepted and ignored (predicate results are
   exact per call). ``enableGangSafeReclaim`` (default true, tidesched's own): a job's turn
-  goes to ``gang_reclaim`` (TIDE-6) — Volcano's victims wherever no gang is at stake,
-  whole-gang plans chosen per reclaiming job where one is; false gives Volcano's per-pod
-  walk for every task.
+  goes to ``gang_reclaim`` (TIDE-6) — whole-gang plans chosen per reclaiming job where a
+  gang is at stake, and where none is, Volcano's victims (``victimOrder: volcano``) or DEC-8's
+  ranking (``victimOrder: tidal``, the default with capacity-card); false gives Volcano's
+  per-pod walk for every task.
 """
 
 from __future__ import annotations
@@ -41,10 +42,28 @@ if TYPE_CHECKING:
 _reclaimees = reclaimees
 
 
+# Victim orders of gang-safe reclaim (``victimOrder``): ``volcano`` keeps Volcano's per-pod
+# victims wherever no gang is at stake; ``tidal`` ranks every reclaim by DEC-8 (lowest priority
+# first, then fewest jobs broken, then fewest pods; Volcano's newest-first breaks the ties left).
+VOLCANO_ORDER, TIDAL_ORDER = "volcano", "tidal"
+# The plugin of the tidal setup (seed 000: inference reclaims cards from training): with it
+# configured, ``tidal`` is the default.
+TIDAL_PLUGIN = "capacity-card"
+
+
 def gang_safe(arguments: "Arguments") -> bool:
     """Reads every reclaim argument; True when victims are chosen as whole gangs."""
     arguments.get_bool("predicateErrorCacheEnable", True)  # validated only
+    order = arguments.get_str("victimOrder", "")
+    if order and order not in (VOLCANO_ORDER, TIDAL_ORDER):
+        raise arguments.bad_value("victimOrder", f"{VOLCANO_ORDER} or {TIDAL_ORDER}", order)
     return arguments.get_bool("enableGangSafeReclaim", True)
+
+
+def victim_order(arguments: "Arguments", plugins: set[str]) -> str:
+    """``victimOrder``, by default ``tidal`` where capacity-card decides what may be reclaimed
+    (TIDE-4) and ``volcano`` elsewhere."""
+    return arguments.get_str("victimOrder", "") or (TIDAL_ORDER if TIDAL_PLUGIN in plugins else VOLCANO_ORDER)
 
 
 ARGUMENT_CHECKS[ACTION] = gang_safe
@@ -52,7 +71,11 @@ ARGUMENT_CHECKS[ACTION] = gang_safe
 
 @register_action(ACTION)
 def execute(ssn: "Session") -> None:
-    gang = GangSafeReclaim(ssn) if gang_safe(ssn.config.action_arguments(ACTION)) else None
+    arguments = ssn.config.action_arguments(ACTION)
+    gang = None
+    if gang_safe(arguments):
+        plugins = {p.name for tier in ssn.config.tiers for p in tier}
+        gang = GangSafeReclaim(ssn, every_reclaim_by_dec8=victim_order(arguments, plugins) == TIDAL_ORDER)
     queues = PriorityQueue(ssn.queue_order_less)
     seen: set[str] = set()
     reclaimer_jobs: dict[str, PriorityQueue] = {}
