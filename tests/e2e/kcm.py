@@ -11,7 +11,11 @@ control plane (etcd + kube-apiserver) that has none:
 - **replicaset** (and replicationcontroller): a ReplicaSet's pods are created from its template up to ``replicas`` (and extra
   ones deleted), its status counted;
 - **job** (batch/v1): up to ``parallelism`` pods, ``active``/``succeeded``/``failed`` counted, the
-  Complete condition when enough succeeded.
+  Complete condition when enough succeeded;
+- **pvc-protection**: a deleted claim's finalizer goes once no pod uses it.
+
+Not stood in for: the persistent-volume binder (a claim stays unbound), node lifecycle, pod GC
+(the kubelet stand-in removes deleted pods even on nodes that do not exist), endpoints, quotas.
 
 Each is small and level-triggered: it reads a shared cache kept by list+watch (:class:`Informer`)
 and acts on the whole state whenever something changed (and every few seconds). They are written
@@ -468,6 +472,36 @@ class JobController(Controller):
                                                            {"status": status}))
 
 
+class PVCProtectionController(Controller):
+    """A deleted PersistentVolumeClaim loses its ``kubernetes.io/pvc-protection`` finalizer once
+    no pod that is still running (or to run) mounts it, so a namespace holding one can go."""
+
+    name = "pvc-protection-controller"
+    FINALIZER = "kubernetes.io/pvc-protection"
+
+    def __init__(self, cp: ControlPlane, claims: Informer, pods: Informer) -> None:
+        super().__init__(cp)
+        self.claims, self.pods = claims, pods
+        self.listen(claims, pods)
+
+    def reconcile(self) -> None:
+        used: set[tuple[str, str]] = set()
+        for p in self.pods.list():
+            if _finished(p):
+                continue
+            for v in (p.get("spec") or {}).get("volumes") or []:
+                claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
+                if claim:
+                    used.add((p["metadata"]["namespace"], claim))
+        for c in self.claims.list():
+            md = c["metadata"]
+            if md.get("deletionTimestamp") and self.FINALIZER in (md.get("finalizers") or []):
+                if (md["namespace"], md["name"]) not in used:
+                    fins = [f for f in md["finalizers"] if f != self.FINALIZER]
+                    self.ignore_missing(lambda: self.api.patch(self.claims.path(c), {"metadata": {
+                        "finalizers": fins or None, "resourceVersion": md["resourceVersion"]}}))
+
+
 class ControllerManager:
     """The informers and controllers above, started and stopped together."""
 
@@ -481,6 +515,7 @@ class ControllerManager:
             ReplicaSetController(cp, inf[("apps/v1", "ReplicaSet")], inf[("v1", "Pod")]),
             ReplicaSetController(cp, inf[("v1", "ReplicationController")], inf[("v1", "Pod")]),
             JobController(cp, inf[("batch/v1", "Job")], inf[("v1", "Pod")]),
+            PVCProtectionController(cp, inf[("v1", "PersistentVolumeClaim")], inf[("v1", "Pod")]),
         ]
 
     def start(self, timeout: float = 30.0) -> ControllerManager:

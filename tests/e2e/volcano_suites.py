@@ -77,6 +77,8 @@ class SuiteRun:
     workdir: str = ""
     config: str = ""
     notes: list[str] = field(default_factory=list)
+    # tidesched's log lines of requests its RBAC refused (a terminating namespace's refusals aside)
+    rbac_refusals: list[str] = field(default_factory=list)
 
     def by_name(self) -> dict[str, SpecResult]:
         return {s.name: s for s in self.specs}
@@ -238,6 +240,8 @@ def run_suite(
             run.specs = parse_report(report)
         else:
             run.notes.append("no JSON report: see suite.log")
+        if scheduler == "tidesched":
+            run.rbac_refusals = [ln for ln in sched.forbidden_lines() if "being terminated" not in ln]
         run.notes += [f"admission: {e}" for e in webhook.errors[:20]]
         run.notes += list(kcm.errors())[:20]
     finally:
