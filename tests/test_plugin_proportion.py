@@ -59,7 +59,9 @@ def test_real_capability_guarantee_and_unlimited_dimensions() -> None:
     assert (a.milli_cpu, a.memory, a.scalars.get("nvidia.com/gpu")) == (4000, 9 * GI, 1000)
     b = attrs["b"].real_capability
     assert (b.milli_cpu, b.memory) == (9000, 2 * GI)  # cpu capability unset: unlimited
-    assert b.scalars == {}  # helpers.Min: a capability without scalars keeps none
+    # A scalar the capability does not name keeps the cluster's amount (Volcano master
+    # MinDimensionResource with Infinity, b5764b960; v1.7.0's helpers.Min dropped it).
+    assert b.scalars == {"nvidia.com/gpu": 4000}
     c = attrs["c"].real_capability
     assert (c.milli_cpu, c.memory, c.scalars["nvidia.com/gpu"]) == (7000, 9 * GI, 4000)
 

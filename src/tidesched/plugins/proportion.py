@@ -2,9 +2,10 @@
 
 Only queues that have at least one job in the session get attributes:
 
-* ``real_capability`` = (cluster total − Σ guarantee of all queues) + own guarantee, capped
-  by ``spec.capability`` when one is set (a capability cpu or memory ≤ 0 means unlimited in
-  that dimension; scalars follow Volcano's ``helpers.Min``).
+* ``real_capability`` = (cluster total − Σ guarantee of all queues, never below 0) + own
+  guarantee, capped by ``spec.capability`` when one is set, dimension by dimension: a
+  capability cpu or memory ≤ 0, or a scalar the capability does not name, leaves the
+  cluster's amount (Volcano ``MinDimensionResource`` with Infinity).
 * ``request`` = resources of the queue's allocated tasks + pending tasks.
 * ``deserved``: water-filling of the cluster total by ``spec.weight``: each round every
   queue not yet satisfied gets its weight's part of what remains, capped by its
@@ -53,7 +54,6 @@ from tidesched.model.resource import (
     Resource,
     exceeded_part,
     max_resource,
-    min_resource,
     share as _share,
 )
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
@@ -372,9 +372,12 @@ class ProportionPlugin(Plugin):
             if capability.memory <= 0:
                 capability.memory = _UNLIMITED
         guarantee = spec.guarantee.clone()
-        real = total.clone().sub(total_guarantee).add(guarantee)
+        real = exceeded_part(total, total_guarantee).add(guarantee)
         if capability is not None:
-            real = min_resource(real, capability)
+            # Volcano master (b5764b960): a dimension the capability does not name keeps the
+            # cluster's amount (v1.7.0's helpers.Min dropped every scalar of a capability
+            # without scalars, and then compared them as unlimited).
+            real.min_dimension_resource(capability, Dimension.INFINITY)
         return QueueAttr(
             name=queue.name,
             weight=queue.weight,
