@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import numpy as np
 
 from tidesched.actions import ACTIONS, load_all
-from tidesched.actions.victims import validate_victims
+from tidesched.actions.victims import order_victims, validate_victims
 from tidesched.framework.placement import no_node_errors
 from tidesched.framework.session import FitErrors, PriorityQueue, Session
 from tidesched.framework.statement import Statement
@@ -104,6 +104,12 @@ DIFFERENCES: dict[str, Difference] = {d.key: d for d in (
         "a job's evictions are staged per node and committed only if the job is pipelined; idle "
         "resources count",
         "3e7386508, 98f47f5d3, 305771369"),
+    Difference(
+        "reclaim-victims-unsorted", "reclaim",
+        "victims are evicted in the order the Reclaimable plugins return them (the node's tasks "
+        "in Go map order)",
+        "in victim order (BuildVictimsPriorityQueue: reverse job order, reverse task order)",
+        "836fea251"),
     Difference(
         "reclaim-checks-allocatable", "reclaim",
         "a reclaiming task must pass Allocatable (its queue's share)",
@@ -482,7 +488,10 @@ def reclaim(ssn: Session) -> None:
                 continue
             node = table.names[row]
             got = np.zeros(len(table.dims))
-            for v in victims:
+            master_order = order_victims(ssn, victims, task)
+            for k, v in enumerate(victims):
+                if master_order[k] is not v:
+                    _fire("reclaim-victims-unsorted", f"{v.key} evicted for {task.key} before {master_order[k].key}")
                 stmt = Statement(ssn)
                 stmt.evict(v, f"reclaim: evicted to make room for {task.key} on node {node}")
                 stmt.commit()
