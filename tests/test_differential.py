@@ -1,0 +1,118 @@
+"""The differential tool's own parts that need no control plane (``benchmarks/differential.py``,
+``benchmarks/differential_v170.py``): worlds are reproducible and valid, outcomes compare at job
+level, and a recorded vc-scheduler v1.7.0 outcome is explained by the known difference that
+caused it — and by nothing when no v1.7.0 rule could have produced it. The recorded outcomes in
+``tests/data/differential`` are real vc-scheduler runs of those worlds."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import differential as d  # noqa: E402
+import differential_v170 as v170  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "differential"
+
+
+def _recorded(name: str) -> tuple[d.World, d.Outcome]:
+    doc = json.loads((DATA / f"{name}.json").read_text())
+    return d.World.from_json(doc["world"]), d.Outcome.from_json(doc["vc_scheduler"])
+
+
+@pytest.mark.parametrize("seed", [1, 7, 42, 1234])
+def test_worlds_are_reproducible_and_valid(seed: int) -> None:
+    w = d.generate(seed)
+    assert w.to_json() == d.generate(seed).to_json()
+    assert d.World.from_json(json.loads(json.dumps(w.to_json()))).to_json() == w.to_json()
+    names = [p.name for p in w.pods]
+    assert len(names) == len(set(names))
+    for job in w.jobs:
+        pods = w.pods_of(job.name)
+        assert 1 <= job.min_member <= len(pods)
+        assert all(p.node for p in pods) if job.running else not any(p.node for p in pods)
+    for n in w.nodes:  # running pods fit where they run
+        on = [p for p in w.pods if p.node == n.name]
+        assert sum(p.cpu for p in on) <= n.cpu and sum(p.memory for p in on) <= n.memory
+        assert sum(p.gpu for p in on) <= n.gpu and len(on) <= n.pods
+        assert all(d.static_fit(p, n) for p in on)
+    conf = d.yaml.safe_load(w.config)
+    actions = [a.strip() for a in conf["actions"].split(",")]
+    assert actions[:2] == ["enqueue", "allocate"] and set(actions) <= set(d.ACTIONS)
+    plugins = {p["name"] for t in conf["tiers"] for p in t["plugins"]}
+    assert {"predicates", "nodeorder"} <= plugins <= set(d.PLUGINS)
+
+
+def test_presets_are_valid_worlds() -> None:
+    assert len(d.PRESETS) == 12
+    for name, make in d.PRESETS.items():
+        w = make(1)
+        assert w.kind == name and w.jobs
+        out = d.local_run(w)
+        assert out.settled, name
+
+
+def _outcome(pods: dict[str, tuple[str | None, bool]], pgs: dict[str, str]) -> d.Outcome:
+    return d.Outcome("x", {k: {"node": n, "phase": "Running" if n else "Pending", "deleting": dl}
+                           for k, (n, dl) in pods.items()}, pgs, True, 0.0, 1)
+
+
+def test_compare_at_job_level() -> None:
+    w = d.World(0, "t", "", [d.NodeSpec("n1", 4000, 4096), d.NodeSpec("n2", 4000, 4096)], [d.QueueSpec("q1")],
+                [d.JobSpec("j", "q1", 1), d.JobSpec("k", "q1", 1)],
+                [d.PodSpec("j-a-0", "j", 1000, 512), d.PodSpec("j-a-1", "j", 1000, 512),
+                 d.PodSpec("k-a-0", "k", 1000, 512, node_selector={"kubernetes.io/hostname": "n2"})])
+    a = _outcome({"j-a-0": ("n1", False), "j-a-1": ("n2", False), "k-a-0": ("n2", False)},
+                 {"j": "Running", "k": "Running"})
+    # Other nodes for j's pods: no difference (ties are Volcano's to break at random).
+    b = _outcome({"j-a-0": ("n2", False), "j-a-1": ("n1", False), "k-a-0": ("n2", False)},
+                 {"j": "Running", "k": "Running"})
+    assert d.compare(w, a, b) == []
+    # One of j's pods evicted, k on a node its selector forbids.
+    c = _outcome({"j-a-0": ("n1", False), "j-a-1": ("n2", True), "k-a-0": ("n1", False)},
+                 {"j": "Running", "k": "Running"})
+    got = {(x.what, x.subject) for x in d.compare(w, a, c)}
+    assert got == {("job-bound", "j"), ("job-evicted", "j"), ("queue-bound", "q1"), ("forced-node", "k-a-0")}
+
+
+@pytest.mark.parametrize(("name", "key"), [
+    ("seed-6", "preempt-skips-best-effort-victims"),
+    ("seed-18", "proportion-enqueue-uncapped-scalars"),
+    ("seed-100", "allocate-stops-at-unfit-task"),
+    ("reclaim-1", "reclaim-victims-unsorted"),
+])
+def test_recorded_vc_outcome_is_explained_by_its_difference(name: str, key: str) -> None:
+    world, vc = _recorded(name)
+    ts = d.local_run(world)
+    assert d.compare(world, vc, ts), "the recorded run differs from tidesched's"
+    expl = d.explain(world, [vc], ts)
+    assert expl is not None and expl.explains, expl
+    assert key in expl.keys
+    assert v170.DIFFERENCES[key].commit in expl.text()
+
+
+def test_an_outcome_no_v170_rule_gives_is_not_explained() -> None:
+    world, vc = _recorded("seed-100")
+    ts = d.local_run(world)
+    # vc-scheduler's outcome with one more pod of a job bound: no replay reproduces it.
+    pod = next(p for p in world.pods if p.name in vc.pods and not vc.pods[p.name]["node"])
+    forged = d.Outcome.from_json(json.loads(json.dumps(vc.to_json())))
+    forged.pods[pod.name]["node"] = world.nodes[0].name
+    assert d.compare(world, forged, ts)
+    expl = d.explain(world, [forged], ts)
+    assert expl is None or not expl.explains
+
+
+def test_emulation_leaves_tidesched_as_it_was() -> None:
+    world, _vc = _recorded("seed-6")
+    before = d.local_run(world)
+    fired = v170.Fired()
+    d.local_run(world, v170=frozenset(v170.PARTS), fired=fired, seed=3)
+    assert fired.seen
+    assert d.compare(world, before, d.local_run(world)) == []
