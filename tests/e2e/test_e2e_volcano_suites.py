@@ -10,7 +10,10 @@ suites"), copied into ``VC_PASSED`` below; re-measure it with
 Volcano's build or the stand-ins change.
 
 Only specs that finish within CI's budget are run here (``SUITES`` says which, and why the others
-are left out); the whole of both suites, with both schedulers, is in docs/fidelity.md.
+are left out); the whole of both suites, with both schedulers, is in docs/fidelity.md. A spec that
+loses the suites' clean-up race (a Queue status write refused with a conflict, and the specs after
+it that then find its PriorityClasses) is run once more by the harness; its first failure is kept
+and shown here when the second run fails too.
 """
 
 from __future__ import annotations
@@ -122,7 +125,10 @@ def test_volcano_suite_specs_that_pass_with_vc_scheduler_pass_with_tidesched(sui
     missing = sorted(n for n in wanted if n not in got)
     assert not missing, f"specs not in the report (renamed? suite changed?): {missing}\n{run.notes}"
     failed = {n: got[n] for n in sorted(wanted) if got[n].state != "passed"}
-    detail = "\n".join(f"- {n}: {r.state}: {r.failure[:300]}" for n, r in failed.items())
+    detail = "\n".join(
+        f"- {n}: {r.state}: {r.failure[:300]}" + (f"\n  (first run: {r.first_failure[:200]})" if r.first_failure else "")
+        for n, r in failed.items()
+    )
     assert not failed, (
         f"{len(failed)} of {len(wanted)} specs that pass with vc-scheduler did not pass with tidesched "
         f"(logs in {run.workdir}):\n{detail}"
