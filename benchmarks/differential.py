@@ -7,14 +7,16 @@ PodGroups (``Pending`` with pods waiting, or ``Running`` with pods already bound
 preempt and reclaim have victims) and their pods (requests, node selectors, tolerations), and a
 scheduler configuration drawn from what v1.7.0 has (actions enqueue, allocate, backfill, preempt,
 reclaim; plugins priority, gang, conformance, drf, proportion, predicates, nodeorder, binpack,
-overcommit). Worlds are generated from a seed (``random.Random(seed)``), so a seed is a world.
+overcommit; always predicates and a nodeorder scorer). Worlds come from a seed
+(``random.Random(seed)``): a seed is a world. ``--preset`` gives the twelve hand-made kinds.
 
 Each world is created on a control plane (etcd + kube-apiserver, ``tests/e2e/controlplane.py``)
-for each scheduler — the same objects in the same order, PodGroups in name order so their
-creation times and names (Volcano's job-order tie-break) agree — and the scheduler is started
-with the same configuration file and ``--schedule-period``. A kubelet stand-in
-(``tests/e2e/cluster.py``) runs what is bound and removes what is evicted. Once the pods and
-PodGroups have not changed for ``--quiet`` seconds the outcome is read and compared:
+per scheduler — the same objects in the same order, PodGroups in name order so that creation
+time and name (Volcano's job-order tie-break) agree, Queues Open as Volcano's queue controller
+leaves them — and the scheduler starts with the same configuration file and
+``--schedule-period`` (``--period``, 0.5 s). A kubelet stand-in (``tests/e2e/cluster.py``)
+runs what is bound and removes what is evicted. Once pods and PodGroups have not changed for
+``--quiet`` seconds (3) the outcome is read and compared:
 
 * per PodGroup: pods bound, pods evicted, whether minMember was reached, the phase;
 * per queue: pods bound;
@@ -22,23 +24,31 @@ PodGroups have not changed for ``--quiet`` seconds the outcome is read and compa
   node only). Other node names are not compared: vc-scheduler picks at random among nodes of
   equal score (``SelectBestNode``), tidesched the first by name.
 
-A mismatch is rerun on vc-scheduler (``--reruns``): when one of its own runs gives tidesched's
-outcome, the difference is Volcano's own randomness (explained). The rest go through the list of
-known differences (:data:`EXPLANATIONS`: Volcano v1.7.0 against master, which tidesched
-follows; each names the master commit), else count as unexplained. Every mismatch is written
-to ``--out``/seed-N/ (world.json with the objects and the configuration, both outcomes, the
-differences, both schedulers' logs) and can be replayed with ``--only N`` or ``--replay DIR``.
+A mismatch is *explained* when it is a known difference between v1.7.0 and Volcano master
+(which tidesched follows): the world, replayed in this process through tidesched's framework
+and plugins with v1.7.0's variant of the parts concerned (``differential_v170.py``: allocate,
+preempt, reclaim, the PodGroup phase, binpack, proportion — each difference listed there with
+its master commit, and in docs/fidelity.md), gives vc-scheduler's outcome, with vc-scheduler's
+random choices drawn from one of a few seeds; the explanation names the differences that
+acted. A mismatch is also explained when a rerun of vc-scheduler (``--reruns``) gives
+tidesched's outcome (Volcano's own randomness). The rest is *unexplained*. Every mismatch is
+written to ``--out``/seed-N/ (or PRESET-N/): world.json, objects.yaml and scheduler.conf,
+both outcomes, the reruns, the differences, the verdict and both schedulers' logs; replay it
+with ``--only N``, ``--preset NAME`` or ``--replay DIR`` (``--local``: through tidesched's core
+in this process, no control plane, each session's decisions printed).
 
     .venv/bin/python benchmarks/differential.py --worlds 20 --seed 1
-    .venv/bin/python benchmarks/differential.py --only 17 --keep-logs
-    .venv/bin/python benchmarks/differential.py --preset reclaim
-    .venv/bin/python benchmarks/differential.py --replay differential-out/seed-17
+    .venv/bin/python benchmarks/differential.py --preset all
+    .venv/bin/python benchmarks/differential.py --only 17
+    .venv/bin/python benchmarks/differential.py --replay differential-out/seed-17 --local
 
-The big run (about 15 s per world on two cores; each world runs both schedulers side by side):
+The big run (about 7 s per world on two cores, both schedulers side by side, plus reruns of
+mismatching worlds):
 
     .venv/bin/python benchmarks/differential.py --worlds 200 --seed 1000 --out differential-200
 
-Prints ``N worlds, M match, K explained, U unexplained``; exit code 1 when U > 0.
+Prints ``N worlds, M match, K explained, U unexplained`` and which difference explained how
+many worlds; exit code 1 when U > 0.
 """
 
 from __future__ import annotations
@@ -83,7 +93,8 @@ SCHEDULERS = ("vc-scheduler", "tidesched")
 GPU = "nvidia.com/gpu"
 PRIORITY_CLASSES = {"pc-low": 10, "pc-mid": 100, "pc-high": 1000}
 ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
-PLUGINS = ("priority", "gang", "conformance", "drf", "proportion", "predicates", "nodeorder", "binpack", "overcommit")
+PLUGINS = ("priority", "gang", "conformance", "drf", "proportion", "predicates", "nodeorder", "binpack",
+           "overcommit")
 
 
 # ------------------------------------------------------------------------------------------
@@ -346,8 +357,8 @@ def random_config(rng: random.Random, *, evicting: bool | None = None) -> str:
     no: dict[str, Any] = {"name": "nodeorder"}
     if rng.random() < 0.5:
         least = rng.choice([0, 1, 2])
-        no["arguments"] = {"leastrequested.weight": least,
-                           "mostrequested.weight": rng.choice([1, 2]) if least == 0 else rng.choice([0, 0, 1]),
+        most = rng.choice([1, 2]) if least == 0 else rng.choice([0, 0, 1])
+        no["arguments"] = {"leastrequested.weight": least, "mostrequested.weight": most,
                            "balancedresource.weight": rng.choice([0, 1])}
     tier2.append(no)
     if rng.random() < 0.4:
@@ -440,7 +451,8 @@ def generate(seed: int) -> World:
         for i in range(replicas):
             role = 0 if i < (replicas + 1) // 2 or len(roles) == 1 else 1
             cpu, mem, gpu = roles[role]
-            p = PodSpec(f"{name}-{'ab'[role]}-{i}", name, cpu, mem, gpu, pc, dict(selector), list(tolerations))
+            p = PodSpec(f"{name}-{'ab'[role]}-{i}", name, cpu, mem, gpu, pc, dict(selector),
+                        list(tolerations))
             if running:
                 fits = [n for n in nodes if static_fit(p, n) and _fits_free(free[n.name], p)]
                 if not fits:
@@ -515,21 +527,27 @@ def _job(world: World, name: str, queue: str, n: int, min_member: int | None = N
     """A PodGroup of ``n`` pods; ``nodes``: running there (one per pod), else pending."""
     running = nodes is not None
     mm = n if min_member is None else min_member
-    pods = [PodSpec(f"{name}-a-{i}", name, cpu, memory, gpu, pc, dict(selector or {}), list(tolerations or []),
-                    nodes[i] if nodes else None) for i in range(n)]
+    pods = [PodSpec(f"{name}-a-{i}", name, cpu, memory, gpu, pc, dict(selector or {}),
+                    list(tolerations or []), nodes[i] if nodes else None) for i in range(n)]
     world.jobs.append(JobSpec(name, queue, mm, pc, running,
                               None if running or not min_resources else _sum_requests(pods[:mm])))
     world.pods.extend(pods)
 
 
 def _nodes(*shapes: tuple[int, int]) -> list[NodeSpec]:
-    return [NodeSpec(f"node-{i}", c, m, labels={"zone": "a" if i % 2 == 0 else "b"}) for i, (c, m) in enumerate(shapes)]
+    return [NodeSpec(f"node-{i}", c, m, labels={"zone": "a" if i % 2 == 0 else "b"})
+            for i, (c, m) in enumerate(shapes)]
+
+
+def _world(seed: int, kind: str, nodes: list[NodeSpec], queues: list[QueueSpec],
+           actions: str | None = None) -> World:
+    return World(seed, kind, _conf(actions), nodes, queues, [], [])
 
 
 def _preset_gang_fit(seed: int) -> World:
     """A gang that fits only when spread one pod per node, and a smaller job created after it
     that would take the room the gang needs if it went first."""
-    w = World(seed, "gang-fit", _conf(), _nodes((4000, 8192), (3000, 12288), (2000, 16384)), [QueueSpec("q1")], [], [])
+    w = _world(seed, "gang-fit", _nodes((4000, 8192), (3000, 12288), (2000, 16384)), [QueueSpec("q1")])
     _job(w, "j00", "q1", 3, cpu=2000)
     _job(w, "j01", "q1", 2, cpu=1000)
     return w
@@ -538,7 +556,7 @@ def _preset_gang_fit(seed: int) -> World:
 def _preset_gang_too_big(seed: int) -> World:
     """A gang larger than the cluster beside one that fits: the first binds nothing (its
     PodGroup stays Inqueue), the second all its pods."""
-    w = World(seed, "gang-too-big", _conf(), _nodes((4000, 8192), (4000, 12288)), [QueueSpec("q1")], [], [])
+    w = _world(seed, "gang-too-big", _nodes((4000, 8192), (4000, 12288)), [QueueSpec("q1")])
     _job(w, "j00", "q1", 4, cpu=3000)
     _job(w, "j01", "q1", 3, cpu=1000)
     return w
@@ -546,7 +564,8 @@ def _preset_gang_too_big(seed: int) -> World:
 
 def _preset_proportion_1_3(seed: int) -> World:
     """Two queues of weight 1 and 3, each asking for the whole cluster: their pods split 1:3."""
-    w = World(seed, "proportion-1-3", _conf(), _nodes((8000, 16384), (6000, 12288)), [QueueSpec("q1", 1), QueueSpec("q2", 3)], [], [])
+    w = _world(seed, "proportion-1-3", _nodes((8000, 16384), (6000, 12288)),
+               [QueueSpec("q1", 1), QueueSpec("q2", 3)])
     for i in range(7):
         _job(w, f"j{i:02d}", "q1", 1)
     for i in range(7, 14):
@@ -557,7 +576,8 @@ def _preset_proportion_1_3(seed: int) -> World:
 def _preset_proportion_surplus(seed: int) -> World:
     """A heavy queue beside a light one that asks for little: the light queue's unused share
     goes to the heavy one."""
-    w = World(seed, "proportion-surplus", _conf(), _nodes((8000, 16384), (4000, 8192)), [QueueSpec("q1", 3), QueueSpec("q2", 1)], [], [])
+    w = _world(seed, "proportion-surplus", _nodes((8000, 16384), (4000, 8192)),
+               [QueueSpec("q1", 3), QueueSpec("q2", 1)])
     _job(w, "j00", "q1", 1, cpu=500)
     for i in range(1, 6):
         _job(w, f"j{i:02d}", "q2", 2, 1, cpu=1000)
@@ -567,8 +587,8 @@ def _preset_proportion_surplus(seed: int) -> World:
 def _preset_queue_capability(seed: int) -> World:
     """A queue capped at 3 CPUs on a 12-CPU cluster, with jobs asking for more; another queue
     without a cap beside it."""
-    w = World(seed, "queue-capability", _conf(), _nodes((8000, 16384), (4000, 8192)),
-              [QueueSpec("q1", 2, {"cpu": "3", "memory": "8Gi"}), QueueSpec("q2", 1)], [], [])
+    w = _world(seed, "queue-capability", _nodes((8000, 16384), (4000, 8192)),
+               [QueueSpec("q1", 2, {"cpu": "3", "memory": "8Gi"}), QueueSpec("q2", 1)])
     for i in range(4):
         _job(w, f"j{i:02d}", "q1", 1, cpu=1000)
     _job(w, "j04", "q1", 2, cpu=1000)
@@ -579,7 +599,7 @@ def _preset_queue_capability(seed: int) -> World:
 def _preset_drf(seed: int) -> World:
     """One queue, jobs with different dominant resources and one already running: drf orders
     the pending jobs by dominant share."""
-    w = World(seed, "drf", _conf(), _nodes((6000, 8192), (4000, 16384)), [QueueSpec("q1")], [], [])
+    w = _world(seed, "drf", _nodes((6000, 8192), (4000, 16384)), [QueueSpec("q1")])
     _job(w, "j00", "q1", 2, cpu=2000, memory=1024, nodes=["node-0", "node-1"])
     _job(w, "j01", "q1", 3, 1, cpu=500, memory=4096)
     _job(w, "j02", "q1", 3, 1, cpu=2000, memory=512)
@@ -590,7 +610,7 @@ def _preset_drf(seed: int) -> World:
 def _preset_priority_order(seed: int) -> World:
     """Scarce room and jobs of three priority classes created lowest first: the highest
     priority binds first."""
-    w = World(seed, "priority-order", _conf(), _nodes((4000, 8192), (2000, 8192)), [QueueSpec("q1")], [], [])
+    w = _world(seed, "priority-order", _nodes((4000, 8192), (2000, 8192)), [QueueSpec("q1")])
     _job(w, "j00", "q1", 2, cpu=1500, pc="pc-low")
     _job(w, "j01", "q1", 2, cpu=1500, pc="pc-mid")
     _job(w, "j02", "q1", 2, cpu=1500, pc="pc-high")
@@ -601,7 +621,7 @@ def _preset_priority_order(seed: int) -> World:
 def _preset_min_member(seed: int) -> World:
     """minMember below replicas: what fits beyond the minimum binds, the rest waits; a job
     whose minimum cannot be met binds nothing."""
-    w = World(seed, "min-member-below-replicas", _conf(), _nodes((4000, 8192), (3000, 8192)), [QueueSpec("q1")], [], [])
+    w = _world(seed, "min-member-below-replicas", _nodes((4000, 8192), (3000, 8192)), [QueueSpec("q1")])
     _job(w, "j00", "q1", 6, 2, cpu=1000)
     _job(w, "j01", "q1", 4, 3, cpu=1500)
     _job(w, "j02", "q1", 3, 1, cpu=500)
@@ -610,7 +630,7 @@ def _preset_min_member(seed: int) -> World:
 
 def _preset_forced_nodes(seed: int) -> World:
     """Pods pinned by hostname selectors and taints: each may go to one node only."""
-    w = World(seed, "forced-nodes", _conf(), _nodes((4000, 8192), (4000, 8192), (4000, 8192)), [QueueSpec("q1")], [], [])
+    w = _world(seed, "forced-nodes", _nodes((4000, 8192), (4000, 8192), (4000, 8192)), [QueueSpec("q1")])
     w.nodes[2].taints = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
     tol = [{"key": "dedicated", "operator": "Equal", "value": "x", "effect": "NoSchedule"}]
     _job(w, "j00", "q1", 2, cpu=1000, selector={"kubernetes.io/hostname": "node-1"})
@@ -622,7 +642,8 @@ def _preset_forced_nodes(seed: int) -> World:
 
 def _preset_many_podgroups(seed: int) -> World:
     """Twenty single-pod PodGroups in two queues for room for fourteen."""
-    w = World(seed, "many-podgroups", _conf(), _nodes((8000, 16384), (6000, 16384)), [QueueSpec("q1", 1), QueueSpec("q2", 1)], [], [])
+    w = _world(seed, "many-podgroups", _nodes((8000, 16384), (6000, 16384)),
+               [QueueSpec("q1", 1), QueueSpec("q2", 1)])
     for i in range(20):
         _job(w, f"j{i:02d}", "q1" if i % 2 else "q2", 1, cpu=1000)
     return w
@@ -631,8 +652,8 @@ def _preset_many_podgroups(seed: int) -> World:
 def _preset_preempt(seed: int) -> World:
     """A full node of low-priority running jobs and a high-priority job pending in the same
     queue: preempt evicts the lowest priority first."""
-    w = World(seed, "preempt", _conf("enqueue, allocate, backfill, preempt"), _nodes((4000, 8192), (2000, 8192)),
-              [QueueSpec("q1")], [], [])
+    w = _world(seed, "preempt", _nodes((4000, 8192), (2000, 8192)), [QueueSpec("q1")],
+               "enqueue, allocate, backfill, preempt")
     _job(w, "j00", "q1", 2, 1, cpu=1000, pc="pc-low", nodes=["node-0", "node-0"])
     _job(w, "j01", "q1", 2, 1, cpu=1000, pc="pc-mid", nodes=["node-1", "node-1"])
     _job(w, "j02", "q1", 1, cpu=2000, pc="pc-low", nodes=["node-0"])
@@ -643,8 +664,8 @@ def _preset_preempt(seed: int) -> World:
 def _preset_reclaim(seed: int) -> World:
     """A queue running on all of the cluster and a starving job in an equal-weight queue:
     reclaim evicts from the queue over its share."""
-    w = World(seed, "reclaim", _conf("enqueue, allocate, backfill, reclaim"), _nodes((4000, 8192), (4000, 8192)),
-              [QueueSpec("q1"), QueueSpec("q2")], [], [])
+    w = _world(seed, "reclaim", _nodes((4000, 8192), (4000, 8192)), [QueueSpec("q1"), QueueSpec("q2")],
+               "enqueue, allocate, backfill, reclaim")
     _job(w, "j00", "q1", 4, 2, cpu=1000, nodes=["node-0", "node-0", "node-1", "node-1"])
     _job(w, "j01", "q1", 4, 1, cpu=1000, nodes=["node-0", "node-0", "node-1", "node-1"])
     _job(w, "j02", "q2", 2, cpu=1000)
@@ -941,7 +962,8 @@ def _local_run(world: World, *, config: str | None, max_sessions: int,
         quiet = 0 if changed else quiet + 1
         if quiet >= 2:
             break
-    out = {name: {"node": p["spec"].get("nodeName"), "phase": (p.get("status") or {}).get("phase", ""), "deleting": False}
+    out = {name: {"node": p["spec"].get("nodeName"), "phase": (p.get("status") or {}).get("phase", ""),
+                  "deleting": False}
            for name, p in pods.items()}
     return Outcome("tidesched-local", out, {k: v["status"].get("phase", "") for k, v in pgs.items()},
                    quiet >= 2, 0.0, n)
@@ -1066,8 +1088,9 @@ def explain(world: World, vc_samples: list[Outcome], ts: Outcome) -> Explanation
         return None
     plain = local_run(world)
     if compare(world, plain, ts):
-        return Explanation([], [], None, {}, note="tidesched's live run differs from its in-process replay "
-                           f"({'; '.join(str(d) for d in compare(world, plain, ts)[:3])}): timing, not a rule")
+        first = "; ".join(str(d) for d in compare(world, plain, ts)[:3])
+        return Explanation([], [], None, {}, note=f"tidesched's live run differs from its in-process replay "
+                           f"({first}): timing, not a rule")
     conf = yaml.safe_load(world.config)
     plugins = {p["name"] for t in conf.get("tiers") or [] for p in t.get("plugins") or []}
     actions = {a.strip() for a in conf["actions"].split(",")}
@@ -1155,7 +1178,8 @@ class Runner:
         outs = self.run_pair(world)
         vc, ts = outs["vc-scheduler"], outs["tidesched"]
         diffs = compare(world, vc, ts)
-        verdict = Verdict(world.seed, world.kind, "match", [str(d) for d in diffs], table=summary_table(world, vc, ts))
+        verdict = Verdict(world.seed, world.kind, "match", [str(d) for d in diffs],
+                          table=summary_table(world, vc, ts))
         if diffs:
             samples = [vc]
             expl = explain(world, samples, ts)
@@ -1167,8 +1191,8 @@ class Runner:
                 samples.append(again)
                 if again.settled and ts.settled and not compare(world, again, ts):
                     verdict.status = "explained"
-                    verdict.explanation = (f"vc-scheduler's rerun {i + 1} gave tidesched's outcome: Volcano's random "
-                                           "choices (equal node scores, Go map order)")
+                    verdict.explanation = (f"vc-scheduler's rerun {i + 1} gave tidesched's outcome: "
+                                           "Volcano's random choices (equal node scores, Go map order)")
                     verdict.keys = ["volcano-random-choice"]
                     break
                 expl = explain(world, samples, ts)
@@ -1195,7 +1219,7 @@ class Runner:
 
     def write_mismatch(self, world: World, vc: Outcome, ts: Outcome, diffs: list[Diff], verdict: Verdict,
                        reruns: list[Outcome]) -> Path:
-        d = self.out / f"seed-{world.seed}" if world.kind == "random" else self.out / f"{world.kind}-{world.seed}"
+        d = self.out / world_id(world)
         d.mkdir(parents=True, exist_ok=True)
         (d / "world.json").write_text(json.dumps(world.to_json(), indent=1))
         (d / "scheduler.conf").write_text(world.config)
@@ -1211,6 +1235,11 @@ class Runner:
         (d / "verdict.json").write_text(json.dumps(asdict(verdict), indent=1))
         (d / "diffs.txt").write_text("\n".join(str(x) for x in diffs) + "\n")
         return d
+
+
+def world_id(w: World | Verdict) -> str:
+    """A world's name in reports and mismatch directories: seed-N, or PRESET-N."""
+    return f"seed-{w.seed}" if w.kind == "random" else f"{w.kind}-{w.seed}"
 
 
 def summary_table(world: World, vc: Outcome, ts: Outcome) -> str:
@@ -1229,12 +1258,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--worlds", type=int, default=10, help="how many random worlds (10)")
     ap.add_argument("--only", type=int, metavar="SEED", help="run only the world of SEED")
     ap.add_argument("--replay", type=Path, metavar="DIR", help="run the world saved in DIR/world.json")
-    ap.add_argument("--preset", metavar="NAMES", help=f"hand-made worlds instead: comma-separated, or all ({', '.join(PRESETS)})")
+    ap.add_argument("--preset", metavar="NAMES",
+                    help=f"hand-made worlds instead: comma-separated, or all ({', '.join(PRESETS)})")
     ap.add_argument("--out", type=Path, default=Path("differential-out"), help="mismatches go here")
     ap.add_argument("--reruns", type=int, default=2, help="vc-scheduler reruns of a mismatching world (2)")
     ap.add_argument("--period", type=float, default=0.5, help="--schedule-period of both, seconds (0.5)")
-    ap.add_argument("--quiet", type=float, default=3.0, help="settled after this many seconds without change (3)")
-    ap.add_argument("--fresh", action="store_true", help="new control planes for every world (default: reset)")
+    ap.add_argument("--quiet", type=float, default=3.0,
+                    help="settled after this many seconds without change (3)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="new control planes for every world (default: the same two, emptied between worlds)")
     ap.add_argument("--show", action="store_true", help="print each world's job table")
     ap.add_argument("--local", action="store_true",
                     help="no control plane: replay the world(s) through tidesched's core in this process, "
@@ -1246,7 +1278,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot run: {missing or vc_missing}", file=sys.stderr)
         return 2
     if args.replay:
-        worlds: Iterator[World] = iter([World.from_json(json.loads((args.replay / "world.json").read_text()))])
+        saved = json.loads((args.replay / "world.json").read_text())
+        worlds: Iterator[World] = iter([World.from_json(saved)])
         total = 1
     elif args.preset:
         names = list(PRESETS) if args.preset == "all" else args.preset.split(",")
@@ -1262,11 +1295,16 @@ def main(argv: list[str] | None = None) -> int:
         for world in worlds:
             print(f"seed {world.seed} ({world.kind}), tidesched's core in this process:")
             out = local_run(world, trace=lambda line: print("   ", line))
-            print("    " + summary_table(world, out, out).replace("\n", "\n    "))
+            res = job_results(world, out)
+            print("    job   queue  minMember pods  bound evicted phase")
+            for j in world.jobs:
+                r = res[j.name]
+                print(f"    {j.name:<5} {j.queue:<6} {j.min_member:>9} {len(world.pods_of(j.name)):>4} "
+                      f"{r.bound:>6} {r.evicted:>7} {r.phase}")
         return 0
     opts = Options(period=args.period, quiet=args.quiet)
-    verdicts = run_worlds(worlds, total, assets, volcano, opts, args.out, fresh=args.fresh, reruns=args.reruns,
-                          show=args.show)
+    verdicts = run_worlds(worlds, total, assets, volcano, opts, args.out, fresh=args.fresh,
+                          reruns=args.reruns, show=args.show)
     print(report(verdicts, args.out))
     return 1 if any(v.status == "unexplained" for v in verdicts) else 0
 
@@ -1279,8 +1317,9 @@ def run_worlds(worlds: Iterator[World], total: int, assets: Path, volcano: Path,
         for i, world in enumerate(worlds, 1):
             try:
                 v = runner.judge(world, reruns)
-            except Exception as exc:  # noqa: BLE001 - one broken run (a start that failed) must not lose the rest
-                v = Verdict(world.seed, world.kind, "unexplained", [], explanation=f"run failed: {exc!r}"[:2000])
+            except Exception as exc:  # noqa: BLE001 - one broken run must not lose the rest
+                v = Verdict(world.seed, world.kind, "unexplained", [],
+                            explanation=f"run failed: {exc!r}"[:2000])
                 runner.close()  # fresh control planes for the next world
             verdicts.append(v)
             say(f"[{i}/{total}] seed {world.seed} ({world.kind}): {v.status} in {v.seconds:.0f}s"
@@ -1298,7 +1337,7 @@ def report(verdicts: list[Verdict], out: Path) -> str:
     for v in verdicts:
         counts[v.status] += 1
         for k in v.keys:
-            by_key.setdefault(k, []).append(f"{v.kind}-{v.seed}" if v.kind != "random" else str(v.seed))
+            by_key.setdefault(k, []).append(world_id(v))
     lines = [f"\n{len(verdicts)} worlds, {counts['match']} match, {counts['explained']} explained, "
              f"{counts['unexplained']} unexplained"]
     if by_key:
@@ -1307,7 +1346,7 @@ def report(verdicts: list[Verdict], out: Path) -> str:
             lines.append(f"  {k}: {len(seeds)} ({', '.join(seeds[:12])}{', ...' if len(seeds) > 12 else ''})")
     bad = [v for v in verdicts if v.status == "unexplained"]
     if bad:
-        lines.append("unexplained: " + ", ".join(f"{v.kind}-{v.seed}" if v.kind != "random" else str(v.seed) for v in bad))
+        lines.append("unexplained: " + ", ".join(world_id(v) for v in bad))
     if counts["explained"] or counts["unexplained"]:
         lines.append(f"mismatches written to {out}/")
     return "\n".join(lines)

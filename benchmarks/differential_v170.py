@@ -55,11 +55,11 @@ DIFFERENCES: dict[str, Difference] = {d.key: d for d in (
         "the best-scored node among those where the task fits now or once releasing resources are "
         "freed is taken, so a task may be pipelined while another node has room now",
         "nodes where the task fits now come first, the others only when none does",
-        "see DIFFERENCES note: allocate's idle-first choice"),
+        "5e48157ae"),
     Difference(
         "preempt-skips-best-effort-victims", "preempt",
         "pods without resource requests are never preemption victims",
-        "they are victims like any other pod (only a best-effort preemptor is limited to best-effort victims)",
+        "they are victims like any other pod (a best-effort preemptor only evicts best-effort pods)",
         "59b54cc3c"),
     Difference(
         "preempt-fit-ignores-queue-quota", "preempt",
@@ -132,7 +132,7 @@ DIFFERENCES: dict[str, Difference] = {d.key: d for d in (
         "proportion-inqueue-counts-allocated", "proportion",
         "an Inqueue job reserves its whole minResources, also what it already has allocated",
         "it reserves minResources less what it has allocated",
-        "see docs/fidelity.md (proportion inqueue deduction)"),
+        "6db3122b4"),
     Difference(
         "proportion-reclaimable-less-partly", "proportion",
         "a victim is skipped while its queue's remaining allocation is below the reclaimer's "
@@ -264,8 +264,8 @@ def allocate(ssn: Session) -> None:
         jobs = jobs_of[queue.uid]
         job = jobs.pop()
         if job.uid not in pending:
-            pending[job.uid] = PriorityQueue(
-                ssn.task_order_less, (t for t in job.tasks_with_status(TaskStatus.PENDING) if not t.best_effort))
+            waiting = [t for t in job.tasks_with_status(TaskStatus.PENDING) if not t.best_effort]
+            pending[job.uid] = PriorityQueue(ssn.task_order_less, waiting)
         tasks = pending[job.uid]
         stmt = Statement(ssn)
         while not tasks.empty():
@@ -292,8 +292,8 @@ def allocate(ssn: Session) -> None:
                 stmt.allocate(task, table.names[row])
             else:
                 if idle_rows:
-                    _fire("allocate-pipelines-before-idle",
-                          f"{task.key} pipelined on {table.names[row]} while {table.names[idle_rows[0]]} had room")
+                    _fire("allocate-pipelines-before-idle", f"{task.key} pipelined on {table.names[row]} "
+                          f"while {table.names[idle_rows[0]]} had room")
                 stmt.pipeline(task, table.names[row])
             if ssn.job_ready(job) and not tasks.empty():
                 jobs.push(job)
@@ -337,7 +337,8 @@ def preempt(ssn: Session) -> None:
             while ssn.job_starving(pjob) and not tasks_of[pjob.uid].empty():
                 preemptor = tasks_of[pjob.uid].pop()
 
-                def between(task: "TaskInfo", preemptor: "TaskInfo" = preemptor, pjob: "JobInfo" = pjob) -> bool:
+                def between(task: "TaskInfo", preemptor: "TaskInfo" = preemptor,
+                            pjob: "JobInfo" = pjob) -> bool:
                     if task.status != TaskStatus.RUNNING or not task.preemptable:
                         return False
                     j = ssn.jobs.get(task.job)
@@ -382,7 +383,8 @@ def preempt(ssn: Session) -> None:
                     break
 
 
-def _preempt(ssn: Session, stmt: Statement, preemptor: "TaskInfo", accept: Callable[["TaskInfo"], bool]) -> bool:
+def _preempt(ssn: Session, stmt: Statement, preemptor: "TaskInfo",
+             accept: Callable[["TaskInfo"], bool]) -> bool:
     if ssn.pre_predicate(preemptor):
         return False
     job = ssn.jobs[preemptor.job]
@@ -408,7 +410,8 @@ def _preempt(ssn: Session, stmt: Statement, preemptor: "TaskInfo", accept: Calla
         def fits() -> bool:
             ok = not ssn.overused(queue) and _fits(ssn, preemptor, row, "future")
             if ok and not ssn.allocatable(queue, preemptor):
-                _fire("preempt-fit-ignores-queue-quota", f"{preemptor.key} fits {node} beyond its queue's share")
+                _fire("preempt-fit-ignores-queue-quota",
+                      f"{preemptor.key} fits {node} beyond its queue's share")
             return ok
 
         for victim in _v170_victim_order(ssn, victims):
@@ -420,7 +423,8 @@ def _preempt(ssn: Session, stmt: Statement, preemptor: "TaskInfo", accept: Calla
             stmt.pipeline(preemptor, node)
             return True
         if evicted:
-            _fire("preempt-keeps-failed-node-evictions", f"{evicted} evicted on {node} for {preemptor.key} in vain")
+            _fire("preempt-keeps-failed-node-evictions",
+                  f"{evicted} evicted on {node} for {preemptor.key} in vain")
     return False
 
 
@@ -491,7 +495,8 @@ def reclaim(ssn: Session) -> None:
             master_order = order_victims(ssn, victims, task)
             for k, v in enumerate(victims):
                 if master_order[k] is not v:
-                    _fire("reclaim-victims-unsorted", f"{v.key} evicted for {task.key} before {master_order[k].key}")
+                    _fire("reclaim-victims-unsorted",
+                          f"{v.key} evicted for {task.key} before {master_order[k].key}")
                 stmt = Statement(ssn)
                 stmt.evict(v, f"reclaim: evicted to make room for {task.key} on node {node}")
                 stmt.commit()
@@ -504,7 +509,8 @@ def reclaim(ssn: Session) -> None:
                 Statement(ssn).pipeline(task, node)
                 assigned = True
                 break
-            _fire("reclaim-evicts-without-rollback", f"evictions on {node} for {task.key} kept, task not pipelined")
+            _fire("reclaim-evicts-without-rollback",
+                  f"evictions on {node} for {task.key} kept, task not pipelined")
         if assigned:
             jobs.push(job)
         queues.push(queue)
@@ -520,7 +526,8 @@ def pod_group_phase(self: Session, job: "JobInfo", unschedulable: bool) -> str:
         return PodGroupPhase.UNKNOWN
     allocated = sum(c[s] for s in ALLOCATED_STATUSES) + c[TaskStatus.SUCCEEDED]
     if allocated >= job.min_available:
-        scheduled = c[TaskStatus.RUNNING] + c[TaskStatus.BOUND] + c[TaskStatus.SUCCEEDED] + c[TaskStatus.FAILED]
+        scheduled = (c[TaskStatus.RUNNING] + c[TaskStatus.BOUND] + c[TaskStatus.SUCCEEDED]
+                     + c[TaskStatus.FAILED])
         if scheduled < job.min_available:
             _fire("podgroup-running-when-allocated", f"{job.uid} Running with {allocated} allocated")
         return PodGroupPhase.RUNNING
@@ -567,7 +574,8 @@ def _binpack_v170() -> type:
                         total /= wsum
                     out[k] = total * scale
                     if over and rest > 0:
-                        _fire("binpack-overflow-zeroes-term", f"{task.key} on {table.names[i]}: {out[k]:.2f}, not 0")
+                        _fire("binpack-overflow-zeroes-term",
+                              f"{task.key} on {table.names[i]}: {out[k]:.2f}, not 0")
                 return out
 
             ssn.add_fn("node_order", self.name, score)
@@ -635,7 +643,8 @@ def _proportion_v170() -> type:
                 if a is not None and job.phase == PodGroupPhase.INQUEUE and job.min_resources is not None:
                     extra = job.min_resources.clone().sub(reserved_for(job))
                     if not extra.is_empty():
-                        _fire("proportion-inqueue-counts-allocated", f"{job.uid} reserves its allocated part again")
+                        _fire("proportion-inqueue-counts-allocated",
+                              f"{job.uid} reserves its allocated part again")
                         a.inqueue.add(extra)
 
             def job_enqueueable(job: "JobInfo") -> int:
@@ -645,13 +654,15 @@ def _proportion_v170() -> type:
                 need = job.min_resources.clone().add(a.allocated).add(a.inqueue).sub(a.elastic)
                 ok = _le_v170(need, real[job.queue], infinity=True)
                 if ok != need.less_equal_with_dimension_names(a.real_capability, job.min_resources)[0]:
-                    _fire("proportion-enqueue-uncapped-scalars", f"{job.uid} {'admitted' if ok else 'refused'}")
+                    _fire("proportion-enqueue-uncapped-scalars",
+                          f"{job.uid} {'admitted' if ok else 'refused'}")
                 if ok:
                     a.inqueue.add(job.min_resources)
                     return PERMIT
                 return REJECT
 
-            def reclaimable(reclaimer: "TaskInfo", reclaimees: list["TaskInfo"]) -> tuple[list["TaskInfo"], int]:
+            def reclaimable(reclaimer: "TaskInfo",
+                            reclaimees: list["TaskInfo"]) -> tuple[list["TaskInfo"], int]:
                 left: dict[str, Resource] = {}
                 victims = []
                 for t in reclaimees:
@@ -681,7 +692,8 @@ PARTS = ("allocate", "preempt", "reclaim", "session", *PLUGIN_VARIANTS)
 
 
 @contextlib.contextmanager
-def emulating(parts: set[str] | frozenset[str], fired: Fired | None = None, seed: int | None = None) -> Iterator[Fired]:
+def emulating(parts: set[str] | frozenset[str], fired: Fired | None = None,
+              seed: int | None = None) -> Iterator[Fired]:
     """Within the block, tidesched's sessions run v1.7.0's variant of each part named
     (:data:`PARTS`) and report what fired; with ``seed``, vc-scheduler's random choices are
     drawn from ``random.Random(seed)`` (else name order)."""
