@@ -1084,8 +1084,9 @@ def explain(world: World, vc_samples: list[Outcome], ts: Outcome) -> Explanation
     differ from tidesched's ``ts``, or None when the v1.7.0 replay reproduces none of them."""
     from differential_v170 import DIFFERENCES, PARTS, Fired
 
-    if not ts.settled:
-        return None
+    vc_samples = [s for s in vc_samples if s.settled and compare(world, s, ts)]
+    if not ts.settled or not vc_samples:
+        return None  # (a run of vc-scheduler that gives tidesched's outcome is the caller's to weigh)
     plain = local_run(world)
     if compare(world, plain, ts):
         first = "; ".join(str(d) for d in compare(world, plain, ts)[:3])

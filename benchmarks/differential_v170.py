@@ -51,6 +51,13 @@ DIFFERENCES: dict[str, Difference] = {d.key: d for d in (
         "the job goes on to its next task while it can still reach minMember (NeedContinueAllocating)",
         "f82c6dd4f (refined by 0d511cee7)"),
     Difference(
+        "predicate-error-cache-without-role", "allocate/preempt",
+        "a node that failed a task (its predicates, and in allocate also the resource check) is "
+        "skipped for the same job's later tasks in that job's turn (in preempt: the whole action) "
+        "even when the pods name no task role, so tasks of other shapes share the failures",
+        "the cache is only used for pods that name a task role (volcano.sh/task-spec)",
+        "205eec5aa"),
+    Difference(
         "allocate-pipelines-before-idle", "allocate",
         "the best-scored node among those where the task fits now or once releasing resources are "
         "freed is taken, so a task may be pipelined while another node has room now",
@@ -268,6 +275,7 @@ def allocate(ssn: Session) -> None:
             pending[job.uid] = PriorityQueue(ssn.task_order_less, waiting)
         tasks = pending[job.uid]
         stmt = Statement(ssn)
+        failed: dict[str, np.ndarray] = {}  # v1.7.0's predicate helper, one per job turn: role -> nodes
         while not tasks.empty():
             task = tasks.pop()
             if not ssn.allocatable(queue, task):
@@ -279,7 +287,13 @@ def allocate(ssn: Session) -> None:
             table = ssn.table
             passed = ssn.predicate_mask(task)
             future = table.fits(task, table.future_idle)
-            feasible = passed & future
+            raw = passed & future
+            cached = failed.get(task.role)
+            feasible = raw if cached is None else raw & ~cached
+            if cached is not None and not task.role and (raw & cached).any():
+                _fire("predicate-error-cache-without-role",
+                      f"{task.key}: {table.names[int(np.flatnonzero(raw & cached)[0])]} skipped")
+            failed[task.role] = ~raw if cached is None else cached | ~raw
             if not feasible.any():
                 job.fit_errors[task.uid] = no_node_errors(ssn, task, future)
                 if job.need_continue_allocating():

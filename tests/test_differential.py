@@ -86,6 +86,7 @@ def test_compare_at_job_level() -> None:
     ("seed-18", "proportion-enqueue-uncapped-scalars"),
     ("seed-100", "allocate-stops-at-unfit-task"),
     ("reclaim-1", "reclaim-victims-unsorted"),
+    ("seed-305", "predicate-error-cache-without-role"),
 ])
 def test_recorded_vc_outcome_is_explained_by_its_difference(name: str, key: str) -> None:
     world, vc = _recorded(name)
