@@ -1072,7 +1072,7 @@ class Explanation:
         return f"Volcano v1.7.0 vs master: {names}{chance}"
 
 
-EMULATION_SEEDS = 24
+EMULATION_SEEDS = 64
 
 
 def _matches(world: World, out: Outcome, samples: list[Outcome]) -> bool:
