@@ -70,8 +70,11 @@ from typing import Any, Callable, Iterator
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Appended, not prepended: imported from the unit tests too, where these directories must not
+# shadow anything (benchmarks/trace.py would hide the standard library's trace).
+for _dir in (str(ROOT / "tests" / "e2e"), str(Path(__file__).resolve().parent)):
+    if _dir not in sys.path:
+        sys.path.append(_dir)
 
 from cluster import (  # noqa: E402
     SA_NAME,

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+if str(ROOT / "benchmarks") not in sys.path:
+    sys.path.append(str(ROOT / "benchmarks"))  # last: benchmarks/trace.py must not hide the stdlib's
 
 import differential as d  # noqa: E402
 import differential_v170 as v170  # noqa: E402
