@@ -11,8 +11,8 @@ Volcano's build or the stand-ins change.
 
 Only specs that finish within CI's budget are run here (``SUITES`` says which, and why the others
 are left out); the whole of both suites, with both schedulers, is in docs/fidelity.md. A spec that
-loses the suites' clean-up race (a Queue status write refused with a conflict, and the specs after
-it that then find its PriorityClasses) is run once more by the harness; its first failure is kept
+fails is run once more by the harness on the same cluster (the suites' clean-up races the Queue
+status writers and then fails the specs after it; see docs/fidelity.md); its first failure is kept
 and shown here when the second run fails too.
 """
 
@@ -78,9 +78,9 @@ VC_PASSED = {
 # - "preemption doesn't work when total resource ... NOT enough" passes by waiting out the suite's
 #   five-minute timeout (it expects the preemptor never to run): five minutes of CI for one spec;
 # - "Reclaim Case 10" races the suite's own clean-up (a Queue status read and written back without
-#   retrying on conflict while vc-controller-manager rewrites it as the namespace's PodGroups go);
-#   it lost with both schedulers in whole-suite runs, and a lost race leaves its PriorityClasses
-#   behind, failing every spec that creates them after it (docs/fidelity.md).
+#   retrying on conflict while vc-controller-manager and the scheduler rewrite it as the namespace
+#   empties); it lost with vc-scheduler in 1 of 2 runs and with tidesched in 4 of 4, run again or
+#   not (docs/fidelity.md).
 # - "preemption only works in the same queue" passes with v1.7.0 only through its reclaim action
 #   taking victims for every pending task of a job; Volcano's master (tidesched's reference) lets
 #   only a starving job reclaim (commit a561215e0, which rewrote this spec to match), so a job

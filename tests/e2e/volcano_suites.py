@@ -200,14 +200,17 @@ def run_suite(
     verbose: bool = False,
     seed: int | None = None,
     retry_races: bool = True,
+    one_by_one: bool = True,
 ) -> SuiteRun:
     """One suite against one scheduler on a fresh cluster; every process stopped on return.
 
-    With ``retry_races``, the specs that failed are run once more on the same cluster, after what
-    an aborted clean-up left is removed (the suites' clean-up race, ``RACE_SIGNATURES``, fails a
-    spec and the ones after it; a few specs depend on the order in which Volcano's job controller
-    creates several jobs' pods); their result is the second run's, with the first failure kept in
-    ``first_failure``."""
+    With ``one_by_one`` (the default) every spec runs in an invocation of the suite binary of its
+    own, in the suite's order, and what a failed spec's clean-up left is removed before the next:
+    the suites' clean-up races the Queue status writers (``RACE_SIGNATURES``) and, lost, aborts
+    before the spec's PriorityClasses are deleted, failing every later spec that creates them.
+    With ``retry_races`` a failed spec is run once more; its result is the second run's, the first
+    failure kept in ``first_failure``. Without ``one_by_one`` the suite runs in one invocation, as
+    Volcano's CI runs it."""
     if scheduler not in SCHEDULERS:
         raise ValueError(f"scheduler must be one of {SCHEDULERS}")
     assets, missing = find_assets(("kube-scheduler",))
@@ -268,10 +271,15 @@ def run_suite(
         env = {**os.environ, "KUBECONFIG": str(admin_kubeconfig), "NO_PROXY": "127.0.0.1,localhost",
                "no_proxy": "127.0.0.1,localhost"}
 
-        def invoke(name: str, focus: str) -> tuple[int, list[SpecResult]]:
+        def exact(name: str) -> str:
+            # Ginkgo matches the focus against more than the names in its report (something
+            # precedes them), so a name is anchored at its end and at a space or the start.
+            return "(^| )" + go_regexp_quote(name) + "$"
+
+        def invoke(name: str, focus: str, *extra: str) -> tuple[int, list[SpecResult]]:
             report = workdir / f"{name}.json"
             cmd = [str(binary), "-ginkgo.v", "-ginkgo.no-color", f"-ginkgo.json-report={report}",
-                   f"-ginkgo.timeout={int(timeout)}s"]
+                   f"-ginkgo.timeout={int(timeout)}s", *extra]
             if focus:
                 cmd.append(f"-ginkgo.focus={focus}")
             if skip:
@@ -288,23 +296,37 @@ def run_suite(
 
         run.setup_seconds = round(time.monotonic() - t0, 1)
         t1 = time.monotonic()
-        run.exit_code, run.specs = invoke("suite", focus)
-        raced = [r for r in run.specs if r.state in ("failed", "panicked", "timedout")]
-        if retry_races and raced:
-            clean_leftovers(api)
-            # Ginkgo matches the focus against more than the names in its report (something precedes
-            # them), so the names are anchored at their end and at a space or the start.
-            again = "(^| )(" + "|".join(go_regexp_quote(r.name) for r in raced) + ")$"
-            _, second = invoke("suite-retry", again)
-            by_name = {r.name: r for r in second}
-            for r in raced:
-                if r.name in by_name and by_name[r.name].state != "filtered":
-                    new = by_name[r.name]
-                    r.first_failure, r.state, r.failure, r.seconds = r.failure, new.state, new.failure, new.seconds
-                else:
-                    run.notes.append(f"not run again (focus missed it): {r.name}")
-            races = sum(1 for r in raced if is_race(r.first_failure or r.failure))
-            run.notes.append(f"{len(raced)} failed spec(s) run again ({races} of them had lost the clean-up race)")
+        if not one_by_one:
+            run.exit_code, run.specs = invoke("suite", focus)
+        else:
+            # The specs in the suite's order (seed, focus and skip applied), each in an invocation
+            # of its own, so that a clean-up that fails leaves nothing to the next spec.
+            _, planned = invoke("plan", focus, "-ginkgo.dry-run")
+            run.exit_code = 0
+            for i, p in enumerate(s for s in planned if s.state != "filtered"):
+                code, got = invoke(f"spec-{i:02d}", exact(p.name))
+                mine = [r for r in got if r.name == p.name]
+                if not mine:
+                    run.notes.append(f"focus missed {p.name}")
+                    continue
+                r = mine[0]
+                if r.state in ("failed", "panicked", "timedout"):
+                    clean_leftovers(api)
+                    if retry_races:
+                        _, again = invoke(f"spec-{i:02d}-again", exact(p.name))
+                        second = [x for x in again if x.name == p.name]
+                        if second:
+                            r.first_failure, r.state, r.failure, r.seconds = (
+                                r.failure, second[0].state, second[0].failure, second[0].seconds)
+                        if r.state in ("failed", "panicked", "timedout"):
+                            clean_leftovers(api)
+                run.specs.append(r)
+                if r.state not in ("passed", "skipped"):
+                    run.exit_code = 1
+            reruns = [r for r in run.specs if r.first_failure]
+            if reruns:
+                races = sum(1 for r in reruns if is_race(r.first_failure))
+                run.notes.append(f"{len(reruns)} failed spec(s) run again ({races} had lost the clean-up race)")
         run.seconds = round(time.monotonic() - t1, 1)
         if scheduler == "tidesched":
             run.rbac_refusals = [ln for ln in sched.forbidden_lines() if "being terminated" not in ln]
@@ -345,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, help="work directory root to keep (logs, report); default: a temporary one")
     ap.add_argument("--json", type=Path, help="write the runs' results here")
     ap.add_argument("--no-retry", action="store_true", help="do not run the failed specs again")
+    ap.add_argument("--whole", action="store_true", help="one invocation of the suite, as Volcano's CI runs it")
     ap.add_argument("--seed", type=int, help="Ginkgo's random seed (the order of the suite's top-level containers)")
     ap.add_argument("-v", "--verbose", action="store_true", help="vc-scheduler at -v=4")
     args = ap.parse_args(argv)
@@ -354,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         if wd is not None and wd.exists():
             shutil.rmtree(wd)
         r = run_suite(args.suite, s, focus=args.focus, skip=args.skip, without_plugins=tuple(args.without_plugin),
-                      workdir=wd, verbose=args.verbose, seed=args.seed, retry_races=not args.no_retry)
+                      workdir=wd, verbose=args.verbose, seed=args.seed, retry_races=not args.no_retry, one_by_one=not args.whole)
         runs.append(r)
         print(f"{r.suite} with {s}: {r.counts()} in {r.seconds:.0f}s (+{r.setup_seconds:.0f}s setup), "
               f"exit {r.exit_code}, logs in {r.workdir}", flush=True)
