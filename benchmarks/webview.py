@@ -21,7 +21,7 @@ from session import generate  # noqa: E402
 
 from tidesched.kube import usage, webview  # noqa: E402
 from tidesched.model.snapshot import build_snapshot  # noqa: E402
-from tidesched.scheduler import open_session, tune_gc  # noqa: E402
+from tidesched.scheduler import open_session, run_actions, tune_gc  # noqa: E402
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
     objs = generate(args.nodes, args.pods)
     ssn = open_session(build_snapshot(objs), config_from_file(None))
     t0 = time.perf_counter()
-    d = ssn.run()
+    d = run_actions(ssn)
     session = time.perf_counter() - t0
     rep = usage.report(ssn)
     live = webview.LiveView()

@@ -10,26 +10,20 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from builders import node, pod, podgroup, queue
-from tidesched.actions import pdb as pdb_mod
-from tidesched.actions import preempt as preempt_mod
+from tidesched.actions import pdb as pdb_mod, preempt as preempt_mod
 from tidesched.actions.preempt import PreemptOptions, _between_jobs_filter, _within_job_filter, plan_key, select_victims_on_node
-from tidesched.actions.victims import (
-    TentativeEvictions,
-    candidate_nodes,
-    order_victims,
-    validate_victims,
-)
+from tidesched.actions.victims import TentativeEvictions, candidate_nodes, validate_victims
+from tidesched.framework.victim_order import order_victims
 from tidesched.framework.config import ConfigError
-from tidesched.framework.plugin import PLUGINS, NodeFailure, Plugin, PredicateResult
-from tidesched.framework.session import FitErrors
+from tidesched.scheduler import PLUGINS, config_from_text, open_session, schedule_manifests
+from tidesched.framework.plugin import NodeFailure, Plugin, PredicateResult
+from tidesched.framework.decisions import FitErrors
 from tidesched.model.loader import Manifest
 from tidesched.model.snapshot import build_snapshot
 from tidesched.model.status import TaskStatus
-from tidesched.scheduler import config_from_text, open_session, schedule_manifests
 
 OFF = ("enableJobReady: false, enableQueueOrder: false, enableReclaimable: false, enablePreemptive: false, "
        "enabledOverused: false, enabledAllocatable: false, enablePredicate: false, enableNodeOrder: false, "

@@ -14,11 +14,11 @@ import pytest
 from builders import node, pod, podgroup, queue
 from tidesched.actions import reclaim as reclaim_mod
 from tidesched.actions.reclaim import _reclaimees
-from tidesched.framework.plugin import PLUGINS, Plugin
+from tidesched.scheduler import PLUGINS, config_from_text, open_session, schedule_manifests
+from tidesched.framework.plugin import Plugin
 from tidesched.model.loader import Manifest
 from tidesched.model.snapshot import build_snapshot
 from tidesched.model.status import TaskStatus
-from tidesched.scheduler import config_from_text, open_session, schedule_manifests
 
 OFF = ("enableJobReady: false, enableTaskOrder: false, enablePreemptable: false, enabledOverused: false, "
        "enabledAllocatable: false, enablePredicate: false, enableNodeOrder: false, enableBestNode: false, "

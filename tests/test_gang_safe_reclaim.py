@@ -10,17 +10,16 @@ from typing import Any
 from unittest.mock import patch
 
 from builders import card_node, card_pod, card_queue, podgroup
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tidesched.actions import gang_reclaim
 from tidesched.actions.gang_victims import GangVictims
 from tidesched.actions.reclaim_steps import reclaimees
-from tidesched.actions.victims import order_victims
-from tidesched.framework.plugin import PLUGINS, Plugin
-from tidesched.framework.session import Decisions
+from tidesched.framework.victim_order import order_victims
+from tidesched.scheduler import PLUGINS, config_from_text, open_session, run_actions
+from tidesched.framework.plugin import Plugin
+from tidesched.framework.decisions import Decisions
 from tidesched.model.snapshot import build_snapshot
-from tidesched.scheduler import config_from_text, open_session
 from tidesched.sim import bundled_example
 
 H200 = "NVIDIA-H200"
@@ -79,7 +78,7 @@ def inference(name: str, replicas: int, cards: int) -> list[dict[str, Any]]:
 
 def run(objs: list[dict[str, Any]], config: str | None = None) -> Decisions:
     ssn = open_session(build_snapshot(objs), config_from_text(config or tidal_config()))
-    return ssn.run()
+    return run_actions(ssn)
 
 
 def nodes(*names: str) -> list[dict[str, Any]]:

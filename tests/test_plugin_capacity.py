@@ -15,7 +15,7 @@ from tidesched.model.snapshot import build_snapshot
 from tidesched.model.status import TaskStatus
 from tidesched.plugins.capacity import CapacityPlugin, inqueue_reservation
 from tidesched.plugins.capacity_tree import QueueAttr, build_tree, compare_share, queue_level
-from tidesched.scheduler import config_from_text, open_session
+from tidesched.scheduler import config_from_text, open_session, run_actions
 
 GI = 1024**3
 
@@ -109,7 +109,7 @@ def test_seed_7_2_allocation_table() -> None:
     ssn, cap = session(seed_tree() + pending("new", "training", 10), hierarchy=True)
     a = cap.attrs
     assert [a[n].allocated.milli_cpu / 1000 for n in ("training", "team-a", "root")] == [30, 45, 75]
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert decisions.bound == {"ns/new": "n8"}
     assert [a[n].allocated.milli_cpu / 1000 for n in ("training", "team-a", "root")] == [40, 55, 85]
     assert a["training"].share == pytest.approx(1.0)
@@ -241,7 +241,7 @@ def test_flat_capability_zero_cpu_means_unlimited() -> None:
     objs += pending("p", "gpuonly", 3)
     ssn, cap = session(objs)
     assert cap.attrs["gpuonly"].real_capability.milli_cpu == 4000  # the cluster, not 0
-    assert ssn.run().bound == {"ns/p": "n1"}
+    assert run_actions(ssn).bound == {"ns/p": "n1"}
 
 
 def test_inqueue_and_elastic_accounting() -> None:
@@ -275,7 +275,7 @@ def test_allocatable_refusal_event_names_queue_resource_amounts() -> None:
     objs = [node("n1", cpu="8", memory="16Gi"), q("team-a", cap=(4, 8))]
     objs += running("r", "team-a", 4, "n1")
     objs += pending("p", "team-a", 2)
-    decisions = session(objs)[0].run()
+    decisions = run_actions(session(objs)[0])
     assert decisions.bound == {}
     [ev] = [e for e in events(decisions, "Pod", "p") if e.reason == "InsufficientQuota"]
     assert ev.type == "Warning"
@@ -286,7 +286,7 @@ def test_ancestor_limit_blocks_with_named_ancestor() -> None:
     objs = [node("n1", cpu="16", memory="32Gi"), q("root"), q("org", "root", cap=(4, 16)),
             q("leaf1", "org"), q("leaf2", "org")]
     objs += running("r", "leaf1", 3, "n1") + pending("p", "leaf2", 2)
-    decisions = session(objs, hierarchy=True)[0].run()
+    decisions = run_actions(session(objs, hierarchy=True)[0])
     assert decisions.bound == {}
     msgs = [e.message for e in events(decisions, "Pod", "p") if e.reason == "InsufficientQuota"]
     assert msgs == [("Queue <org> (ancestor of <leaf2>) has insufficient <cpu> quota: requested 2, "
@@ -296,7 +296,7 @@ def test_ancestor_limit_blocks_with_named_ancestor() -> None:
 def test_effective_limit_is_explained_when_below_configured_capability() -> None:
     objs = [node("n1", cpu="10", memory="40Gi"), q("held", guarantee=(6, 1)), q("q2", cap=(8, 16))]
     objs += running("r", "q2", 3, "n1") + pending("p", "q2", 2)
-    decisions = session(objs)[0].run()
+    decisions = run_actions(session(objs)[0])
     [msg] = [e.message for e in events(decisions, "Pod", "p") if e.reason == "InsufficientQuota"]
     assert msg == ("Queue <q2> has insufficient <cpu> quota: requested 2, total would be 5, but capability is 4 "
                    "(effective limit; configured 8)")
@@ -305,7 +305,7 @@ def test_effective_limit_is_explained_when_below_configured_capability() -> None
 def test_memory_reason_in_natural_units() -> None:
     objs = [node("n1", cpu="8", memory="64Gi"), q("m", cap=(8, 4))]
     objs += running("r", "m", 1, "n1", mem="3Gi") + pending("p", "m", 1, mem="2Gi")
-    decisions = session(objs)[0].run()
+    decisions = run_actions(session(objs)[0])
     [msg] = [e.message for e in events(decisions, "Pod", "p") if e.reason == "InsufficientQuota"]
     assert msg == "Queue <m> has insufficient <memory> quota: requested 2Gi, total would be 5Gi, but capability is 4Gi"
 
@@ -318,13 +318,13 @@ def test_one_event_per_pod_per_session_and_none_when_placed() -> None:
     queue_info = ssn.queues["qa"]
     assert not ssn.allocatable(queue_info, task)
     assert not ssn.allocatable(queue_info, task)
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert len([e for e in events(decisions, "Pod", "p") if e.reason == "InsufficientQuota"]) == 1
     # A pod that ends placed gets no quota event even if refused earlier in the session.
     objs2 = [node("n1", cpu="8", memory="16Gi"), q("qa", cap=(4, 16))] + pending("p", "qa", 3)
     ssn2, _ = session(objs2)
     ssn2.plugins["capacity"]._pod_reasons["ns/p"] = (ssn2.tasks["ns/p"], "InsufficientQuota", "stale")
-    d2 = ssn2.run()
+    d2 = run_actions(ssn2)
     assert d2.bound == {"ns/p": "n1"}
     assert not [e for e in events(d2, "Pod", "p") if e.reason == "InsufficientQuota"]
 
@@ -370,7 +370,7 @@ def test_job_enqueued_updates_every_ancestor() -> None:
     objs = [node("n1", cpu="16", memory="32Gi"), q("root"), q("org", "root"), q("leaf", "org"),
             podgroup("j", queue="leaf", phase="Pending", min_resources={"cpu": "3", "memory": "1Gi"})]
     ssn, cap = session(objs, hierarchy=True)
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert decisions.podgroups["ns/j"] == "Inqueue"
     for name in ("leaf", "org", "root"):
         assert cap.attrs[name].inqueue.milli_cpu == 3000
@@ -551,7 +551,7 @@ def test_child_capability_above_parent_warns_and_parent_limits() -> None:
     [w] = [e for e in events(ssn, "Queue", "leaf") if e.reason == "CapabilityExceedsParent"]
     assert w.type == "Warning" and "capability cpu 10 is above the capability of parent queue org (cpu 4)" in w.message
     assert cap.attrs["leaf"].real_capability.milli_cpu == 4000
-    assert ssn.run().bound == {}
+    assert run_actions(ssn).bound == {}
 
 
 def test_children_deserved_and_guarantee_above_parent_warn() -> None:
@@ -571,7 +571,7 @@ def test_cycle_is_reported_and_other_queues_keep_working() -> None:
     cyc = [e for e in events(ssn, "Queue") if e.reason == "QueueHierarchyCycle"]
     assert {e.name for e in cyc} == {"a", "b"}
     assert "a -> b -> a" in cyc[0].message
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert decisions.bound == {"ns/fine": "n1"}
     [ev] = [e for e in events(decisions, "Pod", "in-cycle") if e.reason == "QueueHierarchyInvalid"]
     assert "cycle" in ev.message
@@ -590,7 +590,7 @@ def test_missing_parent_is_reported_and_refused() -> None:
     ssn, cap = session(objs, hierarchy=True)
     [w] = [e for e in events(ssn, "Queue", "orphan") if e.reason == "QueueParentNotFound"]
     assert "parent queue nowhere of queue orphan does not exist" in w.message
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert decisions.bound == {}
     assert any(e.reason == "QueueHierarchyInvalid" and "nowhere does not exist" in e.message
                for e in events(decisions, "Pod", "p"))
@@ -605,14 +605,14 @@ def test_missing_root_uses_an_implicit_root() -> None:
     [w] = [e for e in events(ssn, "Queue", "root") if e.reason == "RootQueueMissing"]
     assert w.type == "Warning" and "default, top" in w.message
     assert cap.attrs["root"].allocated.milli_cpu == 1000
-    assert ssn.run().bound == {"ns/p": "n1"}
+    assert run_actions(ssn).bound == {"ns/p": "n1"}
 
 
 def test_job_in_inner_queue_is_refused_but_others_run() -> None:
     """Seed Q5 (Volcano stops the whole session here; we refuse only that job)."""
     objs = [node("n1", cpu="8", memory="16Gi"), q("root"), q("team", "root"), q("leaf", "team")]
     objs += pending("inner", "team", 1, phase="Pending", min_resources={"cpu": "1"}) + pending("ok", "leaf", 1)
-    decisions = session(objs, hierarchy=True)[0].run()
+    decisions = run_actions(session(objs, hierarchy=True)[0])
     assert decisions.bound == {"ns/ok": "n1"}
     assert decisions.podgroups["ns/inner"] == "Pending"
     [ev] = [e for e in events(decisions, "PodGroup", "inner") if e.reason == "QueueNotLeaf"]
@@ -641,17 +641,17 @@ def test_guarantees_above_cluster_flat_warn_and_schedule() -> None:
     assert "add up to cpu 6 but the cluster has cpu 4" in msg
     assert cap.attrs["none"].real_capability.milli_cpu == 0  # nothing left beyond the guarantees
     assert cap.attrs["g1"].real_capability.milli_cpu == 3000
-    assert ssn.run().bound == {"ns/p": "n1"}
+    assert run_actions(ssn).bound == {"ns/p": "n1"}
 
 
 def test_no_nodes_at_all() -> None:
     objs = [q("qa", deserved=(2, 2), guarantee=(1, 1))] + pending("p", "qa", 1)
     ssn, _cap = session(objs)
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert decisions.bound == {}
     objs_h = [q("root"), q("qa", "root", deserved=(2, 2), guarantee=(1, 1))] + pending("p", "qa", 1)
     ssn2, _ = session(objs_h, hierarchy=True)
-    assert ssn2.run().bound == {}
+    assert run_actions(ssn2).bound == {}
 
 
 def test_children_guarantee_above_parent_capability_4104() -> None:
@@ -661,7 +661,7 @@ def test_children_guarantee_above_parent_capability_4104() -> None:
     ssn, cap = session(objs, hierarchy=True)
     assert any(e.reason == "GuaranteeExceedsCapacity" and e.name == "q7" for e in ssn.events)
     assert cap.attrs["q71"].real_capability.milli_cpu == 4000  # ExceededPart(6, 8) + 4, never negative
-    assert ssn.run().bound == {"ns/p": "n1"}
+    assert run_actions(ssn).bound == {"ns/p": "n1"}
 
 
 def test_cluster_shrunk_below_children_capabilities() -> None:
@@ -669,7 +669,7 @@ def test_cluster_shrunk_below_children_capabilities() -> None:
     objs += running("r", "b", 3, "n1") + pending("p", "b", 2)
     ssn, _cap = session(objs, hierarchy=True)
     assert any(e.reason == "CapabilityExceedsParent" and e.name == "a" for e in ssn.events)
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert decisions.bound == {}
     assert [e.message for e in events(decisions, "Pod", "p") if e.reason == "InsufficientQuota"] == [
         "Queue <b> has insufficient <cpu> quota: requested 2, total would be 5, but capability is 4"]
@@ -685,7 +685,7 @@ def test_every_queue_gets_a_real_capability_4673() -> None:
         assert isinstance(attr.real_capability, Resource)
     state = ssn.simulate_state(ssn.tasks["ns/p"])
     assert ssn.simulate_allocatable(state, ssn.queues["a1"], ssn.tasks["ns/p"])
-    ssn.run()
+    run_actions(ssn)
 
 
 def test_zero_and_absent_dimensions() -> None:
@@ -698,7 +698,7 @@ def test_zero_and_absent_dimensions() -> None:
              pod("g", "g", cpu="1", memory="1Gi", extra_requests={"nvidia.com/gpu": "1"})]
     ssn, cap = session(objs)
     assert cap.attrs["zeros"].share == 1.0  # all-zero deserved is best effort
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert decisions.bound == {"ns/p": "n1"}
     # The cluster has no GPU: the pod is refused by quota, with a reason, not by a crash.
     assert any(e.reason == "InsufficientQuota" and "<nvidia.com/gpu>" in e.message for e in events(decisions, "Pod", "g"))
@@ -706,7 +706,7 @@ def test_zero_and_absent_dimensions() -> None:
 
 def test_queue_status_snapshot() -> None:
     ssn, cap = session(seed_tree(), hierarchy=True)
-    ssn.run()
+    run_actions(ssn)
     st = cap.queue_status()["training"]
     assert st["allocated"]["cpu"] == "30" and st["realCapability"]["cpu"] == "50"
     assert st["parent"] == "team-a" and st["leaf"] is True and st["share"] == 0.75
@@ -716,7 +716,7 @@ def test_plugin_absent_in_flat_mode_ignores_parents() -> None:
     objs = [node("n1", cpu="8", memory="16Gi"), q("a", "b"), q("b", "a")] + pending("p", "a", 1)
     ssn, _ = session(objs)  # hierarchy off: parents mean nothing, no cycle report
     assert not [e for e in ssn.events if e.reason == "QueueHierarchyCycle"]
-    assert ssn.run().bound == {"ns/p": "n1"}
+    assert run_actions(ssn).bound == {"ns/p": "n1"}
 
 
 def test_enqueueable_rejects_unknown_queue_defensively() -> None:
@@ -755,7 +755,7 @@ tiers:
     cap = ssn.plugins["capacity"]
     chosen, _ = cap._reclaimable(ssn.tasks["ns/ask"], [ssn.tasks["ns/vb-0"], ssn.tasks["ns/va-0"]])
     assert [t.name for t in chosen] == ["va-0"]
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert decisions.evicted == ["ns/va-0"]
     assert decisions.pipelined == {"ns/ask": "n2"}
     assert cap.attrs["A"].allocated.milli_cpu <= cap.attrs["A"].real_capability.milli_cpu

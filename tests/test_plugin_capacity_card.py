@@ -10,8 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from builders import card_node, card_pod, card_queue, node, pod, podgroup, queue
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tidesched.framework.config import ConfigError
 from tidesched.framework.plugin import PERMIT, REJECT
@@ -19,7 +18,7 @@ from tidesched.framework.statement import Statement
 from tidesched.model.snapshot import build_snapshot
 from tidesched.model.status import TaskStatus
 from tidesched.plugins.capacity_card import INFERENCE, TRAINING, UNKNOWN, CapacityCardPlugin
-from tidesched.scheduler import config_from_file, config_from_text, open_session
+from tidesched.scheduler import config_from_file, config_from_text, open_session, run_actions
 
 CONFIG_DIR = Path(__file__).parent / "data" / "config"
 
@@ -80,7 +79,7 @@ def test_seed_000_config_loads_and_runs_as_written() -> None:
     assert plugin.over_commit_factor == 2.0
     assert plugin.card_unlimited_cpu_memory is True
     assert plugin.owner_service_types == {"ReplicaSet": INFERENCE, "Deployment": INFERENCE, "Job": TRAINING}
-    assert ssn.run().bound == {"ns/inf": "n1"}
+    assert run_actions(ssn).bound == {"ns/inf": "n1"}
 
 
 def test_seed_002_config_loads_and_runs_as_written() -> None:
@@ -93,7 +92,7 @@ def test_seed_002_config_loads_and_runs_as_written() -> None:
     ssn = open_session(build_snapshot(objs), cfg)
     plugin = ssn.plugins["capacity-card"]
     assert plugin.card_unlimited_cpu_memory is True and plugin.over_commit_factor == 1.2
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert sorted(decisions.bound) == ["ns/p0", "ns/p1", "ns/p2"]
     assert plugin.queue_usage()["cr-queue1"][H200] == {
         "quota": 3.0,
@@ -144,7 +143,7 @@ def test_unlabelled_card_node_never_hands_out_cards() -> None:
         podgroup("j", queue="q1"),
         card_pod("p", None, 1, group="j"),
     ]
-    decisions = session(objs)[0].run()
+    decisions = run_actions(session(objs)[0])
     assert decisions.bound == {}
     assert (
         events(decisions, "Pod", "p", "FailedScheduling")[0].message
@@ -161,7 +160,7 @@ def test_not_ready_node_keeps_its_model_known() -> None:
         podgroup("j", queue="q1"),
         card_pod("p", H200, 1, group="j"),
     ]
-    decisions = session(objs)[0].run()
+    decisions = run_actions(session(objs)[0])
     fs = events(decisions, "Pod", "p", "FailedScheduling")
     assert fs and "unknown card model" not in fs[0].message  # Pending for lack of nodes, not a naming error
 
@@ -233,7 +232,7 @@ def _hpa_world(replicas_running: int, pending: int, deleting: int = 0) -> list[d
 
 def test_hpa_scale_out_beyond_quota_leaves_new_pods_pending_and_scale_in_returns_quota() -> None:
     # Session 1: 3 replicas run (quota 3), the HPA adds 2: both stay Pending with the quota event.
-    decisions = session(_hpa_world(3, 2))[0].run()
+    decisions = run_actions(session(_hpa_world(3, 2))[0])
     assert decisions.bound == {}
     for name in ("web-3", "web-4"):
         (ev,) = events(decisions, "Pod", name, "InsufficientQuota")
@@ -244,7 +243,7 @@ def test_hpa_scale_out_beyond_quota_leaves_new_pods_pending_and_scale_in_returns
         assert events(decisions, "PodGroup", f"podgroup-ns-{name}", "InsufficientQuota")
     # Session 2: the HPA scales in by one (that pod is gone): one pending pod fits again.
     world = [o for o in _hpa_world(3, 2) if o["metadata"]["name"] != "web-0"]
-    decisions = session(world)[0].run()
+    decisions = run_actions(session(world)[0])
     assert decisions.bound == {"ns/web-3": "n1"}
     assert events(decisions, "Pod", "web-4", "InsufficientQuota")
 
@@ -252,7 +251,7 @@ def test_hpa_scale_out_beyond_quota_leaves_new_pods_pending_and_scale_in_returns
 def test_scale_in_returns_quota_at_once_while_the_pod_terminates() -> None:
     # DEC-1: a terminating replica no longer counts, even before it is gone.
     ssn, plugin = session(_hpa_world(3, 1, deleting=1))
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert decisions.bound == {"ns/web-3": "n1"}
     assert plugin.queue_usage()["online"][H200]["allocated"] == 3.0
 
@@ -299,7 +298,7 @@ def test_hall_condition_for_overlapping_alternatives() -> None:
             }
         },
     ]
-    decisions = session(objs)[0].run()
+    decisions = run_actions(session(objs)[0])
     assert decisions.podgroups["ns/second"] == "Inqueue"
     assert decisions.podgroups["ns/third"] == "Pending"
     (ev,) = events(decisions, "PodGroup", "third", "InsufficientQuota")
@@ -357,7 +356,7 @@ def test_card_request_checked_even_without_min_resources_hook_level() -> None:
 def test_card_request_checked_even_without_min_resources_end_to_end() -> None:
     pg = podgroup("big", queue="q1", phase="Pending")
     pg["metadata"]["annotations"] = {"volcano.sh/card.request": '{"NVIDIA-H200":2}'}
-    decisions = session([card_node("n1", H200), card_queue("q1", f'{{"{H200}":1}}'), pg])[0].run()
+    decisions = run_actions(session([card_node("n1", H200), card_queue("q1", f'{{"{H200}":1}}'), pg])[0])
     assert decisions.podgroups["ns/big"] == "Pending"
 
 
@@ -367,10 +366,10 @@ def test_card_unlimited_exempts_jobs_with_cards_from_cpu_quota() -> None:
     )
     cpu_pg = podgroup("cpu-job", queue="q1", phase="Pending", min_resources={"cpu": "100"})
     objs = [card_node("n1", H200), card_queue("q1", f'{{"{H200}":8}}', cpu="4"), pg, cpu_pg]
-    decisions = session(objs, config("cardUnlimitedCpuMemory: true, overCommitFactor: 10"))[0].run()
+    decisions = run_actions(session(objs, config("cardUnlimitedCpuMemory: true, overCommitFactor: 10"))[0])
     assert decisions.podgroups["ns/gpu-job"] == "Inqueue"
     assert decisions.podgroups["ns/cpu-job"] == "Pending"
-    decisions = session(objs, config("cardUnlimitedCpuMemory: false, overCommitFactor: 10"))[0].run()
+    decisions = run_actions(session(objs, config("cardUnlimitedCpuMemory: false, overCommitFactor: 10"))[0])
     assert decisions.podgroups["ns/gpu-job"] == "Pending"
 
 
@@ -579,7 +578,7 @@ def test_queue_usage_reports_natural_units() -> None:
     assert usage["memory"]["allocated"] == float(1024**3)
     assert usage[f"{H200}/mig-1g.18gb-mixed"]["allocated"] == 1.0
     assert usage[H200] == {"quota": 3.0, "allocated": 0.0, "inqueue": 0.0, "pending": 0.0}
-    ssn.run()
+    run_actions(ssn)
     assert plugin.queue_usage()["q1"][f"{H200}/mig-1g.18gb-mixed"]["allocated"] == 1.0
 
 
@@ -593,8 +592,8 @@ def test_same_input_same_output() -> None:
             for i in range(8)
         ],
     ]
-    a = session(objs)[0].run().to_json()
-    b = session(objs)[0].run().to_json()
+    a = run_actions(session(objs)[0]).to_json()
+    b = run_actions(session(objs)[0]).to_json()
     assert a == b
 
 
@@ -646,7 +645,7 @@ def worlds(
 def test_no_queue_exceeds_a_card_quota_through_the_sessions_own_decisions(world) -> None:
     objs, nodes, quotas, pod_queue = world
     ssn, _plugin = session(objs)
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     initial: dict[tuple[str, str], float] = {}
     final: dict[tuple[str, str], float] = {}
     used_on_node: dict[str, float] = {}
@@ -696,7 +695,7 @@ def test_a_large_card_cluster_places_every_pod() -> None:
     ]
     snapshot = build_snapshot(objs)
     cfg = config_from_text(config())
-    decisions = open_session(snapshot, cfg).run()
+    decisions = run_actions(open_session(snapshot, cfg))
     assert len(decisions.bound) == 500
 
 
@@ -751,7 +750,7 @@ def test_malformed_input_never_crashes_a_session(
         actions="enqueue, allocate, backfill, reclaim",
     )
     ssn, plugin = session(objs, cfg)
-    ssn.run()
+    run_actions(ssn)
     assert set(plugin.queue_usage()) == {"default", "q1"}
 
 
@@ -762,7 +761,7 @@ def test_memory_reason_in_natural_units() -> None:
         podgroup("j", queue="q1"),
         pod("big", group="j", cpu="1", memory="20Gi"),
     ]
-    decisions = session(objs)[0].run()
+    decisions = run_actions(session(objs)[0])
     (ev,) = events(decisions, "Pod", "big", "InsufficientQuota")
     assert (
         ev.message

@@ -9,7 +9,7 @@ from builders import node, pod, podgroup, queue
 from tidesched.framework.plugin import PERMIT
 from tidesched.framework.statement import Statement
 from tidesched.model.snapshot import build_snapshot
-from tidesched.scheduler import config_from_text, open_session
+from tidesched.scheduler import config_from_text, open_session, run_actions
 
 FLAT = """
 actions: "allocate"
@@ -148,7 +148,7 @@ def test_allocate_orders_jobs_by_share() -> None:
     objs[0] = node("n1", cpu="6", memory="20Gi")
     cfg = FLAT + "  - name: gang\n"
     ssn = _ssn(objs, cfg)
-    ssn.run()
+    run_actions(ssn)
     # one cpu free; shares on a 6-cpu cluster: a 4/6, b max(1/6, 6/20)=0.3, c 0 → c first
     assert ssn.bound == {"ns/c1": "n1"}
 
@@ -207,7 +207,7 @@ def test_hdrf_rescaling() -> None:
         "10", "10G",
     )
     ssn = _ssn(objs, HIER_PROPORTION)
-    ssn.run()
+    run_actions(ssn)
     got = _allocated(ssn)
     assert got["pg1"] == (5000, 5e9)
     assert got["pg21"] == (5000, 0)
@@ -226,7 +226,7 @@ def test_hdrf_blocking_nodes() -> None:
         "30", "30G",
     )
     ssn = _ssn(objs, HIER_PROPORTION)
-    ssn.run()
+    run_actions(ssn)
     got = _allocated(ssn)
     assert got["pg1"] == (10000, 0)
     assert got["pg2"] == (10000, 0)

@@ -9,7 +9,7 @@ from tidesched.framework.config import Arguments, ConfigError
 from tidesched.framework.plugin import PERMIT, REJECT
 from tidesched.model.snapshot import build_snapshot
 from tidesched.plugins.overcommit import DEFAULT_FACTOR, parse_factors
-from tidesched.scheduler import config_from_text, open_session
+from tidesched.scheduler import config_from_text, open_session, run_actions
 
 GI = 1024 ** 3
 
@@ -119,6 +119,6 @@ tiers:
     enableJobEnqueued: true
 """
     ssn = open_session(build_snapshot(objs), config_from_text(cfg))
-    d = ssn.run()
+    d = run_actions(ssn)
     # room 7.2 cpu: two 3-cpu jobs fit, the third does not
     assert sorted(d.podgroups.values()) == ["Inqueue", "Inqueue", "Pending"]

@@ -7,7 +7,7 @@ from builders import node, pod, podgroup, queue
 from tidesched.model.cache import ClusterCache
 from tidesched.model.snapshot import build_snapshot
 from tidesched.plugins import shape_memo
-from tidesched.scheduler import config_from_text, open_session
+from tidesched.scheduler import config_from_text, open_session, run_actions
 
 CFG = """
 actions: "enqueue, allocate"
@@ -99,6 +99,6 @@ def test_a_session_that_allocates_leaves_the_memo_as_it_found_it() -> None:
         ssn = open_session(snapshot, config, state=state)
         assert _figures(ssn) == _fresh(_objects(1))
         before = {uid: a.share for uid, a in ssn.plugins["drf"].attrs.items()}
-        ssn.run()
+        run_actions(ssn)
         after = {uid: a.share for uid, a in ssn.plugins["drf"].attrs.items()}
         assert before != after  # the session allocated job a's pending pods

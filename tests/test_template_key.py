@@ -9,7 +9,7 @@ from tidesched.model.infos import TaskInfo
 from tidesched.model.objects import parse_pod
 from tidesched.model.snapshot import build_snapshot
 from tidesched.plugins.predicates import template_key
-from tidesched.scheduler import config_from_text, open_session
+from tidesched.scheduler import config_from_text, open_session, run_actions
 
 # What an API server adds to every pod (DefaultTolerationSeconds).
 DEFAULT_TOLERATIONS = [
@@ -57,5 +57,5 @@ def test_pods_with_the_default_tolerations_are_placed() -> None:
     objs += [pod(f"p{i}", spec={"tolerations": DEFAULT_TOLERATIONS}) for i in range(6)]
     objs.append(pod("huge", spec={"tolerations": [dict(DEFAULT_TOLERATIONS[0], tolerationSeconds=2**70)]}))
     ssn = open_session(build_snapshot(objs), config_from_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: predicates\n'))
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     assert sorted(decisions.bound) == sorted([f"ns/p{i}" for i in range(6)] + ["ns/huge"])

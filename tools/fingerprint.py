@@ -15,8 +15,8 @@ What it hashes:
   directory (``examples/*``, with its ``scheduler.conf`` where it has one), and
   ``explain/<dir>``: ``tidesched explain`` of every pod that schedule leaves unbound there and
   of every PodGroup;
-* ``session-bench``: the decisions of one session of ``benchmarks/session.py`` at 1,000 nodes
-  × 5,000 pods (its generator is seeded);
+* ``session-bench``: the decisions of one session over ``benchmarks/session.py``'s input at
+  1,000 nodes × 5,000 pods (its generator is seeded) with its config, through ``schedule``;
 * ``simulate/<name>``: ``result.json`` of ``tidesched simulate`` on the bundled tidal day and of
   a few ``--chaos`` seeds, and ``trace``: of the full trace replay. ``result.json`` holds no
   wall-clock values (``sim/runner.py``); keys that would (``wall*``, ``*_seconds`` of the run,
@@ -109,11 +109,12 @@ def session_bench() -> dict[str, str]:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import session as bench
 
-    from tidesched.model.snapshot import build_snapshot
-    from tidesched.scheduler import config_from_text, open_session
-
-    ssn = open_session(build_snapshot(bench.generate(1000, 5000)), config_from_text(bench.CONFIG))
-    return {"session-bench": digest(ssn.run().to_json())}
+    with tempfile.TemporaryDirectory() as tmp:
+        manifests, config = Path(tmp, "cluster.json"), Path(tmp, "scheduler.conf")
+        manifests.write_text(json.dumps(bench.generate(1000, 5000)))
+        config.write_text(bench.CONFIG)
+        text = cli("schedule", "-c", str(config), "-o", "json", "--now", "1970-01-01T00:00:00Z", str(manifests))
+    return {"session-bench": digest(json.loads(text))}
 
 
 def simulate(name: str, *args: str) -> dict[str, str]:

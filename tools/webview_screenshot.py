@@ -24,7 +24,7 @@ from typing import Any
 from tidesched.kube import usage, webview
 from tidesched.kube.server import HttpServer
 from tidesched.model.loader import Manifest
-from tidesched.scheduler import open_session
+from tidesched.scheduler import open_session, run_actions
 from tidesched.sim import bundled_example, load_scenario
 from tidesched.sim.runner import Engine
 from tidesched.sim.scenario import Scenario, parse_duration
@@ -99,7 +99,7 @@ def main() -> int:
     sim = engine.run()
     snapshot, state = engine.world.open()
     ssn = open_session(snapshot, engine.config, scheduler_names=sc.scheduler_names, now=EPOCH + at, state=state)
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     live = webview.LiveView()
     for e in sim.result["events"]:  # the day's evictions, oldest first, so the newest ends on top
         if e["kind"] == "Pod" and "evict" in e["reason"].lower():

@@ -20,11 +20,12 @@ from rich.console import Console
 from rich.table import Table
 
 from tidesched.framework.config import ConfigError
-from tidesched.framework.session import Decisions, FitErrors, Session
+from tidesched.framework.decisions import Decisions, FitErrors
+from tidesched.framework.session import Session
 from tidesched.model.loader import InputError, load_paths
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, UnknownKindError, build_snapshot
 from tidesched.model.status import TaskStatus
-from tidesched.scheduler import collector_paused, config_from_file, open_session, tune_gc
+from tidesched.scheduler import collector_paused, config_from_file, open_session, run_actions, tune_gc
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="tidesched: a Volcano-compatible batch scheduler.")
 out = Console()
@@ -107,7 +108,7 @@ def schedule(
     """Run one scheduling session over manifests and print its decisions."""
     with collector_paused():
         ssn = _prepare(paths, config, scheduler_name, skip_invalid, _session_time(now))
-        decisions = ssn.run()
+        decisions = run_actions(ssn)
         if _own_process:
             # The process ends after the output, so nothing the session made needs collecting;
             # frozen, it is not walked by the first sweep once the collector is back on
@@ -180,7 +181,7 @@ def explain(
         return
     pod = f"{target.namespace}/{target.name}"
     task = next((t for t in ssn.tasks.values() if t.key == pod), None)
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     if task is None:
         related = [e for e in decisions.events if f"{e.namespace}/{e.name}" == pod]
         msg = "; ".join(e.message for e in related) or "it is not a pod of this scheduler, or it is not in the input"

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tidesched.model.status import VALID_STATUSES, PodGroupPhase, TaskStatus
+from tidesched.scheduler import run_actions
 
 if TYPE_CHECKING:
-    from tidesched.framework.session import Decisions, Session
+    from tidesched.framework.decisions import Decisions
+    from tidesched.framework.session import Session
     from tidesched.kube.usage import QuotaReport
 
 JOB_NAME_ANNOTATION = "volcano.sh/job-name"  # set on a Volcano Job's pods by its controller
@@ -160,7 +162,7 @@ def pending_reasons(ssn: Session, key: str) -> tuple[list[tuple[str, int, int]],
     """The job's pods still pending after the session, by reason: node reasons as (reason, nodes
     summed over the pods, pods), most pods first; other reasons (gang, quota) as (message, pods);
     and the number of pending pods with no recorded reason (the session did not try them)."""
-    from tidesched.framework.session import FitErrors
+    from tidesched.framework.decisions import FitErrors
 
     job = ssn.jobs[key]
     nodes: Counter[str] = Counter()
@@ -298,7 +300,7 @@ def explain_group(ssn: Session, target: Target) -> list[str]:
 
     keys = find_groups(ssn, target)
     if not keys:
-        decisions = ssn.run()
+        decisions = run_actions(ssn)
         related = [
             e.message for e in decisions.events
             if e.namespace == target.namespace
@@ -311,7 +313,7 @@ def explain_group(ssn: Session, target: Target) -> list[str]:
         )
     rep = queue_report(ssn)  # before the actions: the quota as the cluster holds it
     before = [capture(ssn, key, rep) for key in keys]
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     lines: list[str] = []
     if target.kind == "job":
         lines.append(f"Volcano Job {target.namespace}/{target.name}: PodGroup {', '.join(keys)}")

@@ -12,16 +12,14 @@ import copy
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from builders import node, pod
-from tidesched.framework.session import Session
 from tidesched.model.cache import ClusterCache
 from tidesched.model.objects import GROUP_NAME_ANNOTATION
 from tidesched.model.snapshot import build_snapshot
 from tidesched.model.state import SessionState, build_state
-from tidesched.scheduler import config_from_text
+from tidesched.scheduler import config_from_text, open_session, run_actions
 
 PLUGINS = """
 actions: "enqueue, allocate, preempt, reclaim, backfill"
@@ -205,8 +203,8 @@ def assert_same(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
 
 
 def decide(snapshot: Any, state: SessionState, n: int, config: Any = CONFIGS[0]) -> dict[str, Any]:
-    ssn = Session(snapshot, config, scheduler_names=OURS, uid=f"s{n}", now=1000.0 + n, state=state)
-    d = ssn.run()
+    ssn = open_session(snapshot, config, scheduler_names=OURS, uid=f"s{n}", now=1000.0 + n, state=state)
+    d = run_actions(ssn)
     return {
         **d.to_json(),
         "conditions": d.podgroup_conditions,
@@ -315,7 +313,7 @@ def test_a_session_changes_are_put_back_before_the_next_open() -> None:
     cache.update("Node", "n0", node_obj(0, 4, 0, True, 0))
     cache.update("Pod", "a/p0", pod_obj(0, 0, None, True, 1, False, None, "Pending", False, None, None, False))
     snapshot, state = cache.open()
-    d = Session(snapshot, CONFIGS[0], scheduler_names=OURS, state=state).run()
+    d = run_actions(open_session(snapshot, CONFIGS[0], scheduler_names=OURS, state=state))
     assert d.bound == {"a/p0": "n0"}
     _, again = cache.open()  # the bind never reached the world: the pod is pending again
     task = again.tasks["uid-0-0"]

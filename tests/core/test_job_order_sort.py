@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from builders import node, pod, podgroup, queue
-from tidesched.framework.session import KeyedQueue, PriorityQueue, Session
+from tidesched.framework.queues import KeyedQueue, PriorityQueue
+from tidesched.framework.session import Session
 from tidesched.model.snapshot import build_snapshot
 from tidesched.model.status import TaskStatus
 from tidesched.scheduler import config_from_text, open_session

@@ -7,11 +7,11 @@ import pytest
 
 from builders import BASIC_CONFIG, node, pod, podgroup
 from tidesched.framework.config import PluginOption, SchedulerConfig, Tier
-from tidesched.framework.plugin import ABSTAIN, PERMIT, REJECT, EventHandler, Plugin, PLUGINS
+from tidesched.framework.plugin import ABSTAIN, PERMIT, REJECT, EventHandler, Plugin
+from tidesched.scheduler import PLUGINS, config_from_text, open_session, run_actions
 from tidesched.framework.statement import Statement
 from tidesched.model.snapshot import build_snapshot
 from tidesched.model.status import TaskStatus
-from tidesched.scheduler import config_from_text, open_session
 
 
 def _session(objs, config_text: str = BASIC_CONFIG):
@@ -161,32 +161,32 @@ def test_job_starving_first_tier_with_fns_decides() -> None:
 def test_same_input_same_decisions() -> None:
     objs = [node(f"n{i}", cpu="2") for i in range(5)] + [podgroup(f"pg{j}", 2) for j in range(4)]
     objs += [pod(f"p{j}-{k}", f"pg{j}", cpu="1") for j in range(4) for k in range(2)]
-    first = _session(objs).run().to_json()
+    first = run_actions(_session(objs)).to_json()
     for _ in range(3):
-        assert _session(objs).run().to_json() == first
+        assert run_actions(_session(objs)).to_json() == first
 
 
 def test_not_ready_nodes_are_not_used() -> None:
     bad = node("n0")
     bad["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-    d = _session([bad, node("n1"), podgroup("pg", 1), pod("a", "pg")]).run()
+    d = run_actions(_session([bad, node("n1"), podgroup("pg", 1), pod("a", "pg")]))
     assert d.bound == {"ns/a": "n1"}
 
 
 def test_podgroup_phase_running_after_pods_bound() -> None:
     objs = [node("n1"), podgroup("pg", 2, phase="Inqueue"), pod("a", "pg", node="n1", phase="Running"),
             pod("b", "pg", node="n1", phase="Pending")]
-    d = _session(objs).run()
+    d = run_actions(_session(objs))
     assert d.podgroups["ns/pg"] == "Running"
 
 
 def test_podgroup_phase_completed_and_unknown() -> None:
     objs = [node("n1"), podgroup("done", 1, phase="Running"), pod("a", "done", node="n1", phase="Succeeded")]
-    assert _session(objs).run().podgroups["ns/done"] == "Completed"
+    assert run_actions(_session(objs)).podgroups["ns/done"] == "Completed"
     # A running job whose gang cannot be completed this session turns Unknown.
     objs = [node("n1", cpu="1"), podgroup("pg", 2, phase="Running"), pod("a", "pg", node="n1", phase="Running"),
             pod("b", "pg", cpu="4")]
-    d = _session(objs).run()
+    d = run_actions(_session(objs))
     assert d.podgroups["ns/pg"] == "Unknown"
 
 
@@ -206,10 +206,10 @@ def test_queue_allocated_rolls_up_to_ancestors_under_root() -> None:
 def test_run_reports_each_action_and_decides_as_without_the_callback() -> None:
     objs = [node("n1", cpu="2"), podgroup("pg", 2)] + [pod(f"p{k}", "pg", cpu="1") for k in range(2)]
     seen: list[tuple[str, float]] = []
-    with_cb = _session(objs).run(on_action=lambda name, seconds: seen.append((name, seconds)))
+    with_cb = run_actions(_session(objs), on_action=lambda name, seconds: seen.append((name, seconds)))
     assert [name for name, _ in seen] == config_from_text(BASIC_CONFIG).actions
     assert all(seconds >= 0 for _, seconds in seen)
-    assert with_cb.to_json() == _session(objs).run().to_json()
+    assert with_cb.to_json() == run_actions(_session(objs)).to_json()
 
 
 def test_a_released_session_is_freed_without_the_cyclic_collector() -> None:
@@ -224,12 +224,12 @@ def test_a_released_session_is_freed_without_the_cyclic_collector() -> None:
     gc.disable()
     try:
         kept = open_session(build_snapshot(objs), config_from_text(BASIC_CONFIG))
-        d = kept.run()
+        d = run_actions(kept)
         ref_kept = weakref.ref(kept)
         del kept
         assert ref_kept() is not None  # the plugin cycle holds it until a collection
         released = open_session(build_snapshot(objs), config_from_text(BASIC_CONFIG))
-        assert released.run().bound == d.bound == {"ns/a": "n1", "ns/b": "n1"}
+        assert run_actions(released).bound == d.bound == {"ns/a": "n1", "ns/b": "n1"}
         table = weakref.ref(released.table)
         ref = weakref.ref(released)
         released.release()

@@ -6,7 +6,7 @@ import time
 
 from builders import node, pod, podgroup, queue
 from kube_helpers import ManualClock, fake_api, informers, kube_for, wait
-from tidesched.framework.session import Decisions
+from tidesched.framework.decisions import Decisions
 from tidesched.kube.status import EventRecorder, StatusBatch, StatusWriter
 from tidesched.kube.store import PODGROUP, QUEUE, ClusterStore
 from tidesched.model.problems import Event

@@ -13,7 +13,7 @@ from tidesched.cli import explain_lines
 from tidesched.kube import usage, webview
 from tidesched.kube.server import HttpServer
 from tidesched.model.snapshot import build_snapshot
-from tidesched.scheduler import config_from_file, config_from_text, open_session
+from tidesched.scheduler import config_from_file, config_from_text, open_session, run_actions
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED000 = ROOT / "tests/data/config/seed000_tidal.conf"
@@ -35,7 +35,7 @@ def _cards_session():
     ]
     objs[1]["spec"] = {"unschedulable": True}
     ssn = open_session(build_snapshot(objs), config_from_file(SEED000))
-    return ssn, ssn.run()
+    return ssn, run_actions(ssn)
 
 
 def test_view_of_a_session_queues_nodes_and_pending_reasons() -> None:
@@ -79,7 +79,7 @@ def test_queue_tree_depth_first_with_parents() -> None:
         queue("orphan", parent="nowhere"),
     ]
     ssn = open_session(build_snapshot(objs), config_from_text("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n"))
-    d = ssn.run()
+    d = run_actions(ssn)
     view = webview.LiveView().record(ssn, d, usage.report(ssn), session=1, seconds=0.0)
     order = [(q["name"], q["depth"], q["parent"]) for q in view["queues"]]
     # default has no parent in the objects: a root of its own; "nowhere" is unknown: orphan is a root.
@@ -107,7 +107,7 @@ def test_evictions_are_kept_across_sessions_newest_first() -> None:
     live = webview.LiveView(max_evictions=3)
     for n in range(1, 5):
         ssn = open_session(build_snapshot(objs), config_from_text(RECLAIM))
-        d = ssn.run()
+        d = run_actions(ssn)
         assert d.evicted == ["ns/v-1"]
         view = live.record(ssn, d, usage.report(ssn), session=n, seconds=0.0, now=float(n))
     assert [e["time"] for e in view["evictions"]] == [4.0, 3.0, 2.0]

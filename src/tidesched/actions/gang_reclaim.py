@@ -43,7 +43,8 @@ import numpy as np
 
 from tidesched.actions.gang_victims import NO_JOB, GangVictims, Offers, Plan, PlanCache, RowPlan
 from tidesched.actions.reclaim_steps import ACTION, Placed, Step, eligible, place, reclaimees, volcano_walk
-from tidesched.actions.victims import candidate_nodes, eviction_reason, order_victims, validate_victims
+from tidesched.actions.victims import candidate_nodes, eviction_reason, validate_victims
+from tidesched.framework.victim_order import order_victims
 from tidesched.framework.placement import best_node
 from tidesched.framework.statement import Statement
 from tidesched.model.status import ALLOCATED_STATUSES

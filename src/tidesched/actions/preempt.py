@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from tidesched.actions import ARGUMENT_CHECKS, register_action
 from tidesched.actions.pdb import BudgetView, budget_view
 from tidesched.actions.victims import (
     TentativeEvictions,
@@ -60,10 +59,10 @@ from tidesched.actions.victims import (
     eviction_reason,
     fits_now,
     node_tasks_sorted,
-    order_victims,
     validate_victims,
 )
-from tidesched.framework.session import PriorityQueue
+from tidesched.framework.victim_order import order_victims
+from tidesched.framework.queues import PriorityQueue
 from tidesched.framework.statement import Statement
 from tidesched.model.status import PREEMPTABLE_STATUSES, TaskStatus
 
@@ -110,10 +109,8 @@ class PreemptOptions:
         return max(0, min(n, nodes))
 
 
-ARGUMENT_CHECKS[ACTION] = PreemptOptions.from_arguments
 
 
-@register_action(ACTION)
 def execute(ssn: "Session") -> None:
     opts = PreemptOptions.from_session(ssn)
     preemptor_jobs: dict[str, PriorityQueue] = {}

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidesched.actions import ARGUMENT_CHECKS, register_action
 from tidesched.actions.gang_reclaim import GangSafeReclaim
 from tidesched.actions.reclaim_steps import ACTION, eligible, reclaimees, volcano_walk
-from tidesched.framework.session import PriorityQueue
+from tidesched.framework.queues import PriorityQueue
 from tidesched.framework.statement import Statement
 from tidesched.model.status import TaskStatus
 
@@ -66,10 +65,8 @@ def victim_order(arguments: "Arguments", plugins: set[str]) -> str:
     return arguments.get_str("victimOrder", "") or (TIDAL_ORDER if TIDAL_PLUGIN in plugins else VOLCANO_ORDER)
 
 
-ARGUMENT_CHECKS[ACTION] = gang_safe
 
 
-@register_action(ACTION)
 def execute(ssn: "Session") -> None:
     arguments = ssn.config.action_arguments(ACTION)
     gang = None

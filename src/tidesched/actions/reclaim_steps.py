@@ -20,13 +20,8 @@ from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
-from tidesched.actions.victims import (
-    candidate_nodes,
-    eviction_reason,
-    node_tasks_sorted,
-    order_victims,
-    validate_victims,
-)
+from tidesched.actions.victims import candidate_nodes, eviction_reason, node_tasks_sorted, validate_victims
+from tidesched.framework.victim_order import order_victims
 from tidesched.framework.statement import Statement
 from tidesched.model.status import TaskStatus
 

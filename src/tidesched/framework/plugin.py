@@ -1,4 +1,5 @@
-"""Plugin base class, the plugin registry, and the small types hooks exchange."""
+"""Plugin base class and the small types hooks exchange (the registry of plugins by config
+name is ``scheduler.PLUGINS``)."""
 
 from __future__ import annotations
 
@@ -43,15 +44,6 @@ class Plugin:
 
     def on_session_close(self, ssn: "Session") -> None:
         pass
-
-
-PLUGINS: dict[str, type[Plugin]] = {}
-
-
-def register_plugin(cls: type[Plugin]) -> type[Plugin]:
-    assert cls.name and cls.name not in PLUGINS, cls.name
-    PLUGINS[cls.name] = cls
-    return cls
 
 
 @dataclass(slots=True)

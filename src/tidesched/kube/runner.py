@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tidesched.framework.config import ConfigError, SchedulerConfig
-from tidesched.framework.session import Decisions
+from tidesched.framework.decisions import Decisions
 from tidesched.kube import usage, webview
 from tidesched.kube.api import Kube, TokenBucket, connect
 from tidesched.kube.binder import Binder
@@ -39,7 +39,7 @@ from tidesched.kube.status import EventRecorder, StatusBatch, StatusWriter
 from tidesched.kube.store import ClusterStore, Informer, start_informers
 from tidesched.model.cache import ClusterCache
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
-from tidesched.scheduler import collector_paused, config_from_file, open_session
+from tidesched.scheduler import collector_paused, config_from_file, open_session, run_actions
 
 log = logging.getLogger("tidesched.kube.runner")
 
@@ -380,7 +380,7 @@ class Runner:
             # Binds start as the session dispatches them (Volcano's cache binds while the
             # session goes on), so the first pods bind before a long first session ends.
             ssn.on_dispatch = self._dispatch
-            decisions = ssn.run(on_action=self._observe_action)
+            decisions = run_actions(ssn, on_action=self._observe_action)
         report = usage.report(ssn)  # at close: as the cluster will be once the binds land
         self._session_seconds = time.perf_counter() - t0
         self.metrics.session_duration.observe(self._session_seconds)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Mapping
 
-from tidesched.framework.session import Decisions
+from tidesched.framework.decisions import Decisions
 from tidesched.kube.api import ApiException, Kube, error_message
 from tidesched.kube.store import PDB, POD, PODGROUP, QUEUE, VOLCANO_GROUP, VOLCANO_VERSION, ClusterStore
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, parse_time, pod_task_status

@@ -29,7 +29,8 @@ from tidesched.model.resource import CPU
 from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
-    from tidesched.framework.session import Decisions, Session
+    from tidesched.framework.decisions import Decisions
+    from tidesched.framework.session import Session
     from tidesched.kube.usage import QuotaReport
 
 MAX_PENDING = 200  # pods listed with their reasons; the total is always given

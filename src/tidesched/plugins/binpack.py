@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.framework.plugin import Plugin, RowFn, register_plugin
+from tidesched.framework.plugin import Plugin, RowFn
 from tidesched.model.resource import CPU, MEMORY
 
 if TYPE_CHECKING:
@@ -64,7 +64,6 @@ def parse_weights(arguments: "Arguments") -> tuple[int, dict[str, int]]:
     return weight, resources
 
 
-@register_plugin
 class BinpackPlugin(Plugin):
     name = "binpack"
 

@@ -75,7 +75,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tidesched.framework.config import ConfigError
-from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin, register_plugin
+from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import MIN_RESOURCE, Resource, exceeded_part, max_resource
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
@@ -132,7 +132,6 @@ def inqueue_reservation(min_resources: Resource, allocated: Resource) -> Resourc
     return out
 
 
-@register_plugin
 class CapacityPlugin(Plugin):
     name = "capacity"
 
@@ -610,7 +609,7 @@ class CapacityPlugin(Plugin):
     def _victim_order(self, reclaimer: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
         """Victims in the order the actions evict them (Volcano BuildVictimsPriorityQueue), so
         the running allocated below is decremented in that same order."""
-        from tidesched.actions.victims import order_victims
+        from tidesched.framework.victim_order import order_victims
 
         return order_victims(self.ssn, victims, reclaimer)
 

@@ -69,7 +69,6 @@ from tidesched.framework.plugin import (
     NodeFailure,
     Plugin,
     PredicateResult,
-    register_plugin,
 )
 from tidesched.model.cards import (
     CARD_QUOTA_ANNOTATION,
@@ -212,7 +211,6 @@ def _service_type_map(arguments: "Arguments") -> dict[str, str]:
     return out
 
 
-@register_plugin
 class CapacityCardPlugin(Plugin):
     name = "capacity-card"
 
@@ -1022,7 +1020,7 @@ class CapacityCardPlugin(Plugin):
     # ------------------------------------------------------------------ close
 
     def on_session_close(self, ssn: "Session") -> None:
-        from tidesched.framework.session import FitErrors
+        from tidesched.framework.decisions import FitErrors
 
         # Reasons are written once, at close, and only for what is still blocked: a quota
         # refusal seen mid-session (e.g. before a preemption freed quota) is not news.

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.framework.plugin import NodeFailure, Plugin, PredicateResult, register_plugin
+from tidesched.framework.plugin import NodeFailure, Plugin, PredicateResult
 from tidesched.model.cards import (
     ALTERNATIVE_SEPARATOR,
     CARD_NAME_ANNOTATION,
@@ -94,7 +94,6 @@ def wished_products(spec: Mapping[str, Any]) -> set[str]:
     return out
 
 
-@register_plugin
 class CardProtectPlugin(Plugin):
     name = "cardprotect"
 

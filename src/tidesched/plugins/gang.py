@@ -28,7 +28,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from tidesched.framework.plugin import ABSTAIN, PERMIT, REJECT, Plugin, ValidateResult, register_plugin
+from tidesched.framework.plugin import ABSTAIN, PERMIT, REJECT, Plugin, ValidateResult
 from tidesched.model.status import PodGroupPhase, TaskStatus
 
 if TYPE_CHECKING:
@@ -82,7 +82,6 @@ def reached_minimum(job: "JobInfo") -> bool:
     return job.ready_task_num() >= job.min_available and job.check_task_ready()
 
 
-@register_plugin
 class GangPlugin(Plugin):
     name = "gang"
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.framework.plugin import Plugin, RowFn, register_plugin
+from tidesched.framework.plugin import Plugin, RowFn
 from tidesched.k8s import scoring
 from tidesched.k8s.node_index import NodeLabelIndex
 from tidesched.k8s.selectors import SelectorError, affinity_term_namespaces, compile_label_selector
@@ -157,7 +157,6 @@ def _balanced(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
     return np.trunc((1.0 - std) * 100.0)
 
 
-@register_plugin
 class NodeOrderPlugin(Plugin):
     name = "nodeorder"
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidesched.framework.plugin import PERMIT, REJECT, Plugin, register_plugin
+from tidesched.framework.plugin import PERMIT, REJECT, Plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import Resource
 from tidesched.model.status import PodGroupPhase
@@ -81,7 +81,6 @@ def unallocated_min(job: "JobInfo") -> Resource:
     return out
 
 
-@register_plugin
 class OvercommitPlugin(Plugin):
     name = "overcommit"
 

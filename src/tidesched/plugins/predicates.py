@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, PredicateResult, RowFn, register_plugin
+from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, PredicateResult, RowFn
 from tidesched.k8s.node_index import NodeLabelIndex
 from tidesched.k8s.selectors import SelectorError, compile_label_selector, affinity_term_namespaces
 from tidesched.k8s.taints import TaintIndex, tolerates_unschedulable
@@ -123,7 +123,6 @@ def _ports_conflict(a: HostPort, b: HostPort) -> bool:
     return a.host_ip == b.host_ip or "0.0.0.0" in (a.host_ip, b.host_ip)
 
 
-@register_plugin
 class PredicatesPlugin(Plugin):
     name = "predicates"
 

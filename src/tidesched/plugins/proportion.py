@@ -46,7 +46,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin, register_plugin
+from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import (
     Dimension,
@@ -170,7 +170,6 @@ def water_fill(total: Resource, attrs: list[QueueAttr]) -> None:
             break
 
 
-@register_plugin
 class ProportionPlugin(Plugin):
     name = "proportion"
 

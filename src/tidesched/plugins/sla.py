@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from tidesched.framework.plugin import ABSTAIN, PERMIT, Plugin, register_plugin
+from tidesched.framework.plugin import ABSTAIN, PERMIT, Plugin
 from tidesched.model.fields import parse_go_duration
 from tidesched.model.problems import ObjectError
 
@@ -45,7 +45,6 @@ def _waiting_time(raw: str, key: str) -> tuple[float | None, str]:
     return seconds, ""
 
 
-@register_plugin
 class SlaPlugin(Plugin):
     name = "sla"
 

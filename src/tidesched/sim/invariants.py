@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tidesched.framework.session import Decisions
+from tidesched.framework.decisions import Decisions
 from tidesched.k8s.taints import tolerates_unschedulable
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY, parse_bool
 from tidesched.model.resource import Resource

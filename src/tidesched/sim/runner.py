@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from tidesched.framework.session import Decisions
+from tidesched.framework.decisions import Decisions
 from tidesched.model.snapshot import build_snapshot
 from tidesched.model.state import build_state
 from tidesched.scheduler import config_from_file, run_session

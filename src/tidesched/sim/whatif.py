@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tidesched.framework.config import ConfigError, SchedulerConfig
-from tidesched.framework.session import Decisions
+from tidesched.framework.decisions import Decisions
 from tidesched.model.loader import InputError, Manifest, load_paths
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
 from tidesched.scheduler import CONFIG_KEY, CONFIG_MAPS, config_from_file, config_from_text
