@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from session import generate  # noqa: E402
 
-from tidesched.kube import usage, webview  # noqa: E402
+from tidesched.explain import quota  # noqa: E402
+from tidesched.kube import webview  # noqa: E402
 from tidesched.model.snapshot import build_snapshot  # noqa: E402
 from tidesched.scheduler import open_session, run_actions, tune_gc  # noqa: E402
 
@@ -37,7 +38,7 @@ def main() -> None:
     t0 = time.perf_counter()
     d = run_actions(ssn)
     session = time.perf_counter() - t0
-    rep = usage.report(ssn)
+    rep = quota.report(ssn)
     live = webview.LiveView()
     live.record(ssn, d, rep, session=1, seconds=session)  # the first pays one-time imports
     t0 = time.perf_counter()

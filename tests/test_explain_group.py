@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from builders import BASIC_CONFIG, card_node, card_pod, card_queue, node, pod, podgroup
 from tidesched.cli import app
-from tidesched.explain import Target, TargetError, parse_target
+from tidesched.explain.group import Target, TargetError, parse_target
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tidesched.kube import usage, webview
+from tidesched.explain import quota
+from tidesched.kube import webview
 from tidesched.kube.server import HttpServer
 from tidesched.model.loader import Manifest
 from tidesched.scheduler import open_session, run_actions
@@ -106,7 +107,7 @@ def main() -> int:
             live.evictions.appendleft(
                 {"time": EPOCH + e["t"], "pod": f"{e['namespace']}/{e['name']}", "reason": e["message"]}
             )
-    view = live.record(ssn, decisions, usage.report(ssn), session=sim.sessions + 1, seconds=0.0, now=EPOCH + at)
+    view = live.record(ssn, decisions, quota.report(ssn), session=sim.sessions + 1, seconds=0.0, now=EPOCH + at)
     print(f"{len(view['nodes']['nodes'])} nodes, {len(view['queues'])} queues, {view['pending_total']} pending, "
           f"{len(view['evictions'])} evictions listed", file=sys.stderr)
 

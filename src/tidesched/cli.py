@@ -19,12 +19,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from tidesched.explain.pod import explain_lines
 from tidesched.framework.config import ConfigError
-from tidesched.framework.decisions import Decisions, FitErrors
+from tidesched.framework.decisions import Decisions
 from tidesched.framework.session import Session
 from tidesched.model.loader import InputError, load_paths
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, UnknownKindError, build_snapshot
-from tidesched.model.status import TaskStatus
 from tidesched.scheduler import collector_paused, config_from_file, open_session, run_actions, tune_gc
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="tidesched: a Volcano-compatible batch scheduler.")
@@ -162,7 +162,7 @@ def explain(
     """Say why a pod would stay pending (or where it would go); with NAMESPACE/podgroup/NAME or
     NAMESPACE/job/NAME (a Volcano Job), why a gang waits: its gang condition, task roles, queue
     quota per card model and the top node reasons of its pending pods."""
-    from tidesched.explain import TargetError, explain_group, parse_target
+    from tidesched.explain.group import TargetError, explain_group, parse_target
 
     try:
         target = parse_target(pod)
@@ -189,41 +189,6 @@ def explain(
         return
     for line in explain_lines(ssn, decisions, pod):
         out.print(line, highlight=False, soft_wrap=True)
-
-
-def explain_lines(
-    ssn: Session, decisions: Decisions, pod: str, task: Any = None, events: Any = None
-) -> list[str]:
-    """Human explanation for one pod from the session's structured reasons. ``task`` and
-    ``events`` (any superset of the events about the pod, its PodGroup and queue), when given,
-    spare a search of the whole session (the web view explains many pods per session)."""
-    if task is None:
-        task = next(t for t in ssn.tasks.values() if t.key == pod)
-    job = ssn.jobs[task.job]
-    lines: list[str] = []
-    if pod in decisions.bound:
-        return [f"{pod} would be bound to node {decisions.bound[pod]}."]
-    if pod in decisions.pipelined:
-        return [f"{pod} would be pipelined onto node {decisions.pipelined[pod]} (waiting for resources being released)."]
-    if task.status not in (TaskStatus.PENDING, TaskStatus.ALLOCATED):
-        return [f"{pod} is {task.status.label()} on node {task.node_name or '-'}; nothing to schedule."]
-    lines.append(f"{pod} stays pending.")
-    lines.append(
-        f"PodGroup {job.uid} (queue {job.queue}, phase {decisions.podgroups.get(job.uid)}): "
-        f"{job.ready_task_num()} of minMember {job.min_available} tasks ready."
-    )
-    fe = job.fit_errors.get(task.uid)
-    if isinstance(fe, FitErrors):
-        lines.append("Nodes: " + fe.error())
-    elif fe:
-        reason = decisions.pod_condition_reasons.get(pod)
-        lines.append(f"{reason}: {fe}" if reason else f"Gang: {fe}")
-    for e in decisions.events if events is None else events:
-        if (e.kind == "Pod" and f"{e.namespace}/{e.name}" == pod) or (
-            e.kind == "PodGroup" and f"{e.namespace}/{e.name}" == job.uid
-        ) or (e.kind == "Queue" and e.name == job.queue):
-            lines.append(f"{e.kind} event {e.reason}: {e.message}")
-    return lines
 
 
 # -- Kubernetes mode (issue 6): run, quota, explain --kubeconfig -----------------------------
@@ -286,7 +251,7 @@ def quota(
     skip_invalid: SkipOpt = False,
 ) -> None:
     """Per queue and card model: quota, used, inqueue, pending, by the scheduler's own rules (OBS-2)."""
-    from tidesched.kube.usage import report
+    from tidesched.explain.quota import report
 
     ssn = _prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig, time.time())
     ssn.close()  # no actions: the cluster as it is
@@ -538,7 +503,9 @@ def _whatif_input(from_cluster: bool, from_dump: Optional[Path], kubeconfig: Opt
             "default_runtime": parse_duration(default_runtime, "--default-runtime"),
         }
         if from_cluster:
-            w = read_live(kubeconfig, add or [], config_path=config, config_map=config_map, **options)
+            from tidesched.kube.commands import read_cluster
+
+            w = read_live(read_cluster, kubeconfig, add or [], config_path=config, config_map=config_map, **options)
         else:
             w = read_dump(from_dump, add or [], config_path=config, config_map=config_map, **options)  # type: ignore[arg-type]
         prepared = scenario_of(w)

@@ -14,7 +14,7 @@ from builders import node, pod, podgroup, queue
 from kube_helpers import ManualClock, fake_api, make_runner, wait
 from fakeapi import _PATH
 from tidesched.kube.server import Metrics
-from tidesched.kube.usage import QuotaReport, Usage
+from tidesched.explain.quota import QuotaReport, Usage
 from tidesched.scheduler import config_from_text
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from builders import card_node, card_pod, card_queue, node, podgroup
-from tidesched.kube import usage
+from tidesched.explain import quota
 from tidesched.model.snapshot import build_snapshot
 from tidesched.scheduler import config_from_file, open_session
 
@@ -37,11 +37,11 @@ def test_report_per_card_model_and_service_type() -> None:
     ssn = open_session(build_snapshot(_cluster()), config_from_file(SEED000))
     decisions = ssn.close()
     events = len(decisions.events)
-    rep = usage.report(ssn)
+    rep = quota.report(ssn)
     assert len(decisions.events) == events  # the report only reads: no warnings added
     assert rep.source == "capacity-card"
-    assert rep.queues["online"]["NVIDIA-H200"] == usage.Usage(4.0, 2.0, 0.0, 0.0)
-    assert rep.queues["offline"]["NVIDIA-A100"] == usage.Usage(4.0, 4.0, 0.0, 0.0)
+    assert rep.queues["online"]["NVIDIA-H200"] == quota.Usage(4.0, 2.0, 0.0, 0.0)
+    assert rep.queues["offline"]["NVIDIA-A100"] == quota.Usage(4.0, 4.0, 0.0, 0.0)
     assert rep.queues["offline"]["NVIDIA-H200"].pending == 1.0
     # Cluster totals per card model, beside the generic resource name.
     assert rep.cluster["NVIDIA-H200"] == 8.0 and rep.cluster["NVIDIA-A100"] == 4.0

@@ -9,8 +9,9 @@ from pathlib import Path
 import httpx
 
 from builders import card_node, card_pod, card_queue, node, pod, podgroup, queue
-from tidesched.cli import explain_lines
-from tidesched.kube import usage, webview
+from tidesched.explain.pod import explain_lines
+from tidesched.explain import quota
+from tidesched.kube import webview
 from tidesched.kube.server import HttpServer
 from tidesched.model.snapshot import build_snapshot
 from tidesched.scheduler import config_from_file, config_from_text, open_session, run_actions
@@ -40,7 +41,7 @@ def _cards_session():
 
 def test_view_of_a_session_queues_nodes_and_pending_reasons() -> None:
     ssn, d = _cards_session()
-    rep = usage.report(ssn)
+    rep = quota.report(ssn)
     live = webview.LiveView()
     view = live.record(ssn, d, rep, session=7, seconds=0.01, now=1000.0)
     assert view["session"] == 7 and view["decided"]["bound"] == len(d.bound) == 1
@@ -80,7 +81,7 @@ def test_queue_tree_depth_first_with_parents() -> None:
     ]
     ssn = open_session(build_snapshot(objs), config_from_text("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n"))
     d = run_actions(ssn)
-    view = webview.LiveView().record(ssn, d, usage.report(ssn), session=1, seconds=0.0)
+    view = webview.LiveView().record(ssn, d, quota.report(ssn), session=1, seconds=0.0)
     order = [(q["name"], q["depth"], q["parent"]) for q in view["queues"]]
     # default has no parent in the objects: a root of its own; "nowhere" is unknown: orphan is a root.
     assert order == [
@@ -109,7 +110,7 @@ def test_evictions_are_kept_across_sessions_newest_first() -> None:
         ssn = open_session(build_snapshot(objs), config_from_text(RECLAIM))
         d = run_actions(ssn)
         assert d.evicted == ["ns/v-1"]
-        view = live.record(ssn, d, usage.report(ssn), session=n, seconds=0.0, now=float(n))
+        view = live.record(ssn, d, quota.report(ssn), session=n, seconds=0.0, now=float(n))
     assert [e["time"] for e in view["evictions"]] == [4.0, 3.0, 2.0]
     assert view["evictions"][0]["pod"] == "ns/v-1" and view["evictions"][0]["reason"]
 
@@ -122,7 +123,7 @@ def test_page_and_state_served_get_only() -> None:
     try:
         base = f"http://127.0.0.1:{server.port}"
         assert httpx.get(f"{base}/ui/state.json", trust_env=False).status_code == 503  # no session yet
-        live.record(ssn, d, usage.report(ssn), session=1, seconds=0.0)
+        live.record(ssn, d, quota.report(ssn), session=1, seconds=0.0)
         page = httpx.get(f"{base}/ui", trust_env=False)
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
         assert "/ui/app.js" in page.text and "http" not in page.text.replace("http-equiv", "")  # nothing from elsewhere

@@ -22,7 +22,7 @@ from tidesched.kube.api import Kube, connect
 from tidesched.kube.runner import Runner, RunOptions, parse_duration
 from tidesched.kube.server import ListenError
 from tidesched.kube.store import list_once
-from tidesched.kube.usage import QuotaReport, report
+from tidesched.explain.quota import QuotaReport, report
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
 from tidesched.scheduler import CONFIG_KEY, CONFIG_MAPS, open_session
 

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tidesched.explain import quota
 from tidesched.framework.config import ConfigError, SchedulerConfig
 from tidesched.framework.decisions import Decisions
-from tidesched.kube import usage, webview
+from tidesched.kube import webview
 from tidesched.kube.api import Kube, TokenBucket, connect
 from tidesched.kube.binder import Binder
 from tidesched.kube.evictor import Evictor
@@ -176,7 +177,7 @@ class Runner:
             )
         self.informers: list[Informer] = []
         self.servers: list[HttpServer] = []
-        self.report: usage.QuotaReport | None = None
+        self.report: quota.QuotaReport | None = None
         self.view = webview.LiveView()  # the web view's latest state, built on this loop
         self.last_decisions: Decisions | None = None
         self.sessions = 0
@@ -381,7 +382,7 @@ class Runner:
             # session goes on), so the first pods bind before a long first session ends.
             ssn.on_dispatch = self._dispatch
             decisions = run_actions(ssn, on_action=self._observe_action)
-        report = usage.report(ssn)  # at close: as the cluster will be once the binds land
+        report = quota.report(ssn)  # at close: as the cluster will be once the binds land
         self._session_seconds = time.perf_counter() - t0
         self.metrics.session_duration.observe(self._session_seconds)
         self.metrics.sessions.inc()
@@ -409,7 +410,7 @@ class Runner:
     def _observe_action(self, name: str, seconds: float) -> None:
         self.metrics.action_duration.labels(name).observe(seconds)
 
-    def apply(self, d: Decisions, report: usage.QuotaReport) -> None:
+    def apply(self, d: Decisions, report: quota.QuotaReport) -> None:
         """Hand the decisions to the writers; returns at once (K8S-2: off the session path)."""
         queued = self.binder.submit(d.bound)
         evicting = self.evictor.submit(d.evicted, d.eviction_reasons)

@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from tidesched.kube.usage import QuotaReport
+from tidesched.explain.quota import QuotaReport
 
 log = logging.getLogger("tidesched.kube.server")
 

@@ -31,7 +31,7 @@ from tidesched.model.status import TaskStatus
 if TYPE_CHECKING:
     from tidesched.framework.decisions import Decisions
     from tidesched.framework.session import Session
-    from tidesched.kube.usage import QuotaReport
+    from tidesched.explain.quota import QuotaReport
 
 MAX_PENDING = 200  # pods listed with their reasons; the total is always given
 MAX_EVICTIONS = 100  # the latest evictions kept, across sessions
@@ -154,7 +154,7 @@ def _events_by_object(decisions: Decisions) -> dict[tuple[str, str], list[tuple[
 def pending_pods(ssn: Session, decisions: Decisions, limit: int = MAX_PENDING) -> tuple[int, list[dict[str, Any]]]:
     """The pods this session left pending (not bound, not pipelined) and, for the first
     ``limit`` of them (queue, then PodGroup, then pod), the reasons ``tidesched explain`` prints."""
-    from tidesched.cli import explain_lines  # the one text of "why pending"
+    from tidesched.explain.pod import explain_lines  # the one text of "why pending"
 
     left = [
         t

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -439,7 +439,14 @@ def from_dump(
     )
 
 
+# Reads a live cluster once: (kubeconfig, config_maps=, context=) → (objects, the first of
+# config_maps found as (ref, object) or None, the API server's URL). The command line passes
+# the Kubernetes mode's reader; the simulator itself never talks to a cluster.
+ReadCluster = Callable[..., tuple[list[dict[str, Any]], "tuple[str, dict[str, Any]] | None", str]]
+
+
 def from_cluster(
+    read_cluster: ReadCluster,
     kubeconfig: str | Path | None,
     added: Sequence[str | Path] = (),
     *,
@@ -448,9 +455,7 @@ def from_cluster(
     context: str | None = None,
     **options: Any,
 ) -> WhatIf:
-    """A what-if over the live cluster, read once (read-only) now."""
-    from tidesched.kube.commands import read_cluster
-
+    """A what-if over the live cluster, read once (read-only) now by ``read_cluster``."""
     added_manifests = load_added(added)  # bad manifests fail before the cluster is read
     now = time.time()
     refs = (config_map,) if config_map is not None else CONFIG_MAPS

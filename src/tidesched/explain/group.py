@@ -19,7 +19,7 @@ from tidesched.scheduler import run_actions
 if TYPE_CHECKING:
     from tidesched.framework.decisions import Decisions
     from tidesched.framework.session import Session
-    from tidesched.kube.usage import QuotaReport
+    from tidesched.explain.quota import QuotaReport
 
 JOB_NAME_ANNOTATION = "volcano.sh/job-name"  # set on a Volcano Job's pods by its controller
 # Target kinds as typed (singular, plural, short names as kubectl knows them) → canonical.
@@ -296,7 +296,7 @@ def group_lines(ssn: Session, decisions: Decisions, before: GroupBefore) -> list
 def explain_group(ssn: Session, target: Target) -> list[str]:
     """``explain NS/podgroup/NAME`` or ``NS/job/NAME``: capture, run the session, explain each
     PodGroup found (a Volcano Job has one). TargetError when none is scheduled here."""
-    from tidesched.kube.usage import queue_report
+    from tidesched.explain.quota import queue_report
 
     keys = find_groups(ssn, target)
     if not keys:
