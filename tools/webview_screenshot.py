@@ -28,7 +28,8 @@ from tidesched.model.loader import Manifest
 from tidesched.scheduler import open_session, run_actions
 from tidesched.sim import bundled_example, load_scenario
 from tidesched.sim.runner import Engine
-from tidesched.sim.scenario import Scenario, parse_duration
+from tidesched.sim.events import Scenario
+from tidesched.sim.vocabulary import parse_duration
 from tidesched.sim.world import EPOCH
 
 NODE_ACTIONS = ("cordon", "uncordon", "removeNode")

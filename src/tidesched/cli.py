@@ -486,7 +486,7 @@ def _whatif_input(from_cluster: bool, from_dump: Optional[Path], kubeconfig: Opt
                   add: Optional[list[Path]], for_: Optional[str], default_runtime: str, config: Optional[Path],
                   config_map: Optional[str], scenario: Optional[Path], trace: Optional[Path]) -> tuple[Any, Any]:
     """``simulate --from-cluster / --from-dump``: the what-if's input and its scenario."""
-    from tidesched.sim.scenario import ScenarioError, parse_duration
+    from tidesched.sim.vocabulary import ScenarioError, parse_duration
     from tidesched.sim.whatif import WhatIfError, from_cluster as read_live, from_dump as read_dump, scenario_of
 
     if from_cluster and from_dump is not None:

@@ -345,7 +345,8 @@ def check_simulate(objs: Sequence[Any], duration: float = 900.0) -> bool:
     event naming the file, the object and the field. Returns whether it ran."""
     from tidesched.model.cache import ClusterCache
     from tidesched.sim.runner import run
-    from tidesched.sim.scenario import ScenarioError, scenario_from_manifests
+    from tidesched.sim.vocabulary import ScenarioError
+    from tidesched.sim.scenario import scenario_from_manifests
 
     from tidesched.model.loader import InputError, load_text
 

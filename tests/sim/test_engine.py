@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from tidesched.cli import app
 from tidesched.framework.decisions import Decisions
 from tidesched.sim import bundled_example, result_json, run, runner as sim_runner, simulate
-from tidesched.sim.scenario import Scenario, load_scenario
+from tidesched.sim.events import Scenario
+from tidesched.sim.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 

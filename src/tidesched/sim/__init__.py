@@ -17,14 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tidesched.sim.runner import SimulationRun, result_json, run, simulate, summary_lines
-from tidesched.sim.scenario import (
-    Scenario,
-    ScenarioError,
-    TimedEvent,
-    load_scenario,
-    make_event,
-    parse_duration,
-)
+from tidesched.sim.events import Scenario, TimedEvent, make_event
+from tidesched.sim.vocabulary import ScenarioError, parse_duration
+from tidesched.sim.scenario import load_scenario
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 

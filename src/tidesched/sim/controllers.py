@@ -43,7 +43,7 @@ from typing import Any
 from tidesched.model.fields import INT32, parse_int
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, ObjectError, parse_pod
 from tidesched.model.resource import Resource
-from tidesched.sim.scenario import DURATION_ANNOTATION, EXIT_CODE_ANNOTATION
+from tidesched.sim.vocabulary import DURATION_ANNOTATION, EXIT_CODE_ANNOTATION
 from tidesched.sim.world import (
     FINISHED_POD_PHASES,
     World,

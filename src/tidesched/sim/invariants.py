@@ -45,7 +45,7 @@ from tidesched.framework.decisions import Decisions
 from tidesched.k8s.taints import tolerates_unschedulable
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY, parse_bool
 from tidesched.model.resource import Resource
-from tidesched.sim import metrics
+import tidesched.sim.metrics as metrics
 from tidesched.sim.metrics import Accounting, capacity_card_args, service_type
 from tidesched.sim.world import (
     FINISHED_POD_PHASES,

@@ -43,7 +43,8 @@ from tidesched.sim.controllers import Controllers, Timer
 from tidesched.sim.fragmentation import GpuWorkload, fragmentation_summary, fragmented_gpus, gpu_figures
 from tidesched.sim.invariants import RULE_RESTART, RULE_SESSION, InvariantChecker
 from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacity_card_args, mean, percentile
-from tidesched.sim.scenario import Scenario, TimedEvent, load_scenario, object_kind
+from tidesched.sim.events import Scenario, TimedEvent, object_kind
+from tidesched.sim.scenario import load_scenario
 from tidesched.sim.world import (
     EPOCH,
     Applied,

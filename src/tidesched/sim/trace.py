@@ -76,7 +76,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:  # the scenario module is imported lazily: parsing the trace does not need it
-    from tidesched.sim.scenario import Scenario, TimedEvent
+    from tidesched.sim.events import Scenario, TimedEvent
 
 DEFAULT_POD_FILE = "openb_pod_list_default.csv"
 DEFAULT_NODE_FILE = "openb_node_list_all_node.csv"
@@ -661,7 +661,7 @@ def _load(path: str | Path, *, limit: int | None = None, node_file: str | Path |
 
 def to_scenario(events: Iterable[TraceEvent]) -> list[TimedEvent]:
     """The loader's events as scenario events, through the scenario module's own checks."""
-    from tidesched.sim.scenario import make_event
+    from tidesched.sim.events import make_event
 
     out: list[TimedEvent] = []
     for e in events:
@@ -690,7 +690,7 @@ def trace_scenario(
     config (default: Volcano's default config)."""
     from tidesched.model.loader import Manifest
     from tidesched.scheduler import config_from_file
-    from tidesched.sim.scenario import Scenario
+    from tidesched.sim.events import Scenario
 
     objects, events, summary = _load(path, **load_options)
     source = str(path)

@@ -39,16 +39,8 @@ from tidesched.scheduler import CONFIG_KEY, CONFIG_MAPS, config_from_file, confi
 from tidesched.plugins.capacity_card import SERVICE_TYPE_ANNOTATION
 from tidesched.sim.metrics import capacity_card_args
 from tidesched.sim.runner import Engine, Progress, SimulationRun
-from tidesched.sim.scenario import (
-    DURATION_ANNOTATION,
-    Scenario,
-    ScenarioError,
-    check_objects,
-    format_duration,
-    object_kind,
-    object_name,
-    parse_duration,
-)
+from tidesched.sim.vocabulary import DURATION_ANNOTATION, ScenarioError, format_duration, parse_duration
+from tidesched.sim.events import Scenario, check_objects, object_kind, object_name
 from tidesched.sim.world import Applied, iso
 
 # Kinds read from the cluster that the simulation takes as they are.

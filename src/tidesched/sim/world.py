@@ -40,7 +40,7 @@ from tidesched.model.objects import DEFAULT_NAMESPACE, GROUP_NAME_ANNOTATION
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
 from tidesched.model.state import SessionState
 from tidesched.sim.clock import Clock
-from tidesched.sim.scenario import (
+from tidesched.sim.vocabulary import (
     DURATION_ANNOTATION,
     EXIT_CODE_ANNOTATION,
     WORLD_KINDS,

@@ -1,0 +1,29 @@
+"""The import contract of docs/architecture.md, as pyproject.toml states it for import-linter:
+the layers cli > sim | kube > explain > scheduler > plugins > actions > framework > model > k8s,
+sim/ and kube/ independent of each other, and no import circle between the modules of any
+package. No exception may be listed: a new import that breaks the layout fails here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_contract_lists_no_exceptions() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    assert {c["id"] for c in config["contracts"]} == {"layers", "acyclic"}
+    for contract in config["contracts"]:
+        assert not contract.get("ignore_imports"), contract["id"]
+        assert not contract.get("skip_descendants"), contract["id"]
+        assert not contract.get("exhaustive_ignores"), contract["id"]
+
+
+def test_import_contract_holds() -> None:
+    code = ("from importlinter.cli import lint_imports; "
+            "raise SystemExit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
