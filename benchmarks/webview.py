@@ -1,4 +1,4 @@
-"""Benchmark: the web view's cost on the scheduling loop (kube/webview.py, issue 14).
+"""Benchmark: the web view's cost on the scheduling loop (cluster/webview.py, issue 14).
 
 After a session on ``benchmarks/session.py``'s generated cluster (N nodes, P pods, many left
 pending), times ``LiveView.record`` (what the loop pays per session: queues, the node grid, the
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from session import generate  # noqa: E402
 
 from tidesched.explain import quota  # noqa: E402
-from tidesched.kube import webview  # noqa: E402
+from tidesched.cluster import webview  # noqa: E402
 from tidesched.model.snapshot import build_snapshot  # noqa: E402
 from tidesched.scheduler import open_session, run_actions, tune_gc  # noqa: E402
 

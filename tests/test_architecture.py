@@ -1,6 +1,6 @@
 """The import contract of docs/architecture.md, as pyproject.toml states it for import-linter:
-the layers cli > sim | kube > explain > scheduler > plugins > actions > framework > model > k8s,
-sim/ and kube/ independent of each other, and no import circle between the modules of any
+the layers cli > sim | cluster > explain > scheduler > plugins > actions > framework > model > rules,
+sim/ and cluster/ independent of each other, and no import circle between the modules of any
 package. No exception may be listed: a new import that breaks the layout fails here."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The tidal-day example's nodes and workloads are copied ``--copies`` times (nodes renamed, the
 workloads in namespaces of their own, the queues' quotas multiplied), simulated to ``--at``
 (mid-morning: inference reclaiming cards from training), and the session at that moment is turned
-into the web view's document by the same code ``tidesched run`` uses (``kube/webview.py``); the
+into the web view's document by the same code ``tidesched run`` uses (``cluster/webview.py``); the
 latest evictions are the simulation's. The page is served by the same HTTP server and captured
 with headless Chromium. Run by hand::
 
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from tidesched.explain import quota
-from tidesched.kube import webview
-from tidesched.kube.server import HttpServer
+from tidesched.cluster import webview
+from tidesched.cluster.server import HttpServer
 from tidesched.model.loader import Manifest
 from tidesched.scheduler import open_session, run_actions
 from tidesched.sim import bundled_example, load_scenario

@@ -201,7 +201,7 @@ def _prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_
         if not paths:
             _fail("give manifest files/directories, or --kubeconfig for a live cluster")
         return _prepare(paths or [], config, scheduler_names, skip_invalid, now)
-    from tidesched.kube.commands import live_config_text, live_snapshot
+    from tidesched.cluster.commands import live_config_text, live_snapshot
     from tidesched.scheduler import config_from_text
 
     try:
@@ -236,7 +236,7 @@ def _prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_
 )
 def run(ctx: typer.Context) -> None:
     """Schedule a real cluster through the Kubernetes API (flags as vc-scheduler's; run --help)."""
-    from tidesched.kube.commands import run_main
+    from tidesched.cluster.commands import run_main
 
     raise typer.Exit(run_main(ctx.args))
 
@@ -503,7 +503,7 @@ def _whatif_input(from_cluster: bool, from_dump: Optional[Path], kubeconfig: Opt
             "default_runtime": parse_duration(default_runtime, "--default-runtime"),
         }
         if from_cluster:
-            from tidesched.kube.commands import read_cluster
+            from tidesched.cluster.commands import read_cluster
 
             w = read_live(read_cluster, kubeconfig, add or [], config_path=config, config_map=config_map, **options)
         else:

@@ -37,10 +37,10 @@ import numpy as np
 import orjson
 
 from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, PredicateResult, RowFn
-from tidesched.k8s.node_index import NodeLabelIndex
-from tidesched.k8s.selectors import SelectorError, compile_label_selector, affinity_term_namespaces
-from tidesched.k8s.taints import TaintIndex, tolerates_unschedulable
-from tidesched.k8s.topology_spread import spread_filter
+from tidesched.rules.node_index import NodeLabelIndex
+from tidesched.rules.selectors import SelectorError, compile_label_selector, affinity_term_namespaces
+from tidesched.rules.taints import TaintIndex, tolerates_unschedulable
+from tidesched.rules.topology_spread import spread_filter
 from tidesched.model.node_table import required_affinity_terms
 from tidesched.model.objects import HostPort
 from tidesched.model.status import TaskStatus

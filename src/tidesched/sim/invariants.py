@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidesched.framework.decisions import Decisions
-from tidesched.k8s.taints import tolerates_unschedulable
+from tidesched.rules.taints import tolerates_unschedulable
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY, parse_bool
 from tidesched.model.resource import Resource
 import tidesched.sim.metrics as metrics
