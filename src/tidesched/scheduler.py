@@ -38,7 +38,8 @@ def load_registries() -> None:
     global _loaded
     if _loaded:
         return
-    from tidesched.actions import allocate, backfill, enqueue, preempt, reclaim
+    from tidesched.actions import allocate, backfill, enqueue, preempt
+    from tidesched.actions.reclaim import action as reclaim
     from tidesched.plugins import (
         binpack,
         capacity,

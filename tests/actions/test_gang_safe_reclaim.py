@@ -12,9 +12,9 @@ from unittest.mock import patch
 from builders import card_node, card_pod, card_queue, podgroup
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tidesched.actions import gang_reclaim
-from tidesched.actions.gang_victims import GangVictims
-from tidesched.actions.reclaim_steps import reclaimees
+from tidesched.actions.reclaim import gang as gang_reclaim
+from tidesched.actions.reclaim.gang_victims import GangVictims
+from tidesched.actions.reclaim.steps import reclaimees
 from tidesched.framework.victim_order import order_victims
 from tidesched.scheduler import PLUGINS, config_from_text, open_session, run_actions
 from tidesched.framework.plugin import Plugin

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from builders import node, pod, podgroup, queue
-from tidesched.actions import reclaim as reclaim_mod
-from tidesched.actions.reclaim import _reclaimees
+from tidesched.actions.reclaim import action as reclaim_mod
+from tidesched.actions.reclaim.action import _reclaimees
 from tidesched.scheduler import PLUGINS, config_from_text, open_session, schedule_manifests
 from tidesched.framework.plugin import Plugin
 from tidesched.model.loader import Manifest

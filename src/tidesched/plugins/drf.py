@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Callable
 
 from tidesched.framework.plugin import PERMIT, EventHandler, Plugin
 from tidesched.model.resource import CPU, MEMORY, Resource, share as _share
-from tidesched.plugins.shape_memo import job_memo
+from tidesched.framework.job_memo import job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session

@@ -31,7 +31,7 @@ from tidesched.model.quantity import format_amount
 from tidesched.model.resource import Resource
 from tidesched.model.status import PodGroupPhase
 from tidesched.plugins.proportion import allocated_task_num
-from tidesched.plugins.shape_memo import is_nothing, job_memo
+from tidesched.framework.job_memo import is_nothing, job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.config import Arguments

@@ -57,7 +57,7 @@ from tidesched.model.resource import (
     share as _share,
 )
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
-from tidesched.plugins.shape_memo import is_nothing, job_memo
+from tidesched.framework.job_memo import is_nothing, job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session

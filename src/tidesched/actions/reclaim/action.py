@@ -7,7 +7,7 @@ Rules (Volcano actions/reclaim, restated):
 * Queues take turns in QueueOrder (each turn serves one starving job, then the queue goes
   back with its updated share); a queue that is Overused is skipped. Jobs of a queue in
   JobOrder; each job gets one Statement and its tasks are tried while it is starving.
-* Per task: the gates and Volcano's per-node walk are in ``reclaim_steps`` (candidate nodes
+* Per task: the gates and Volcano's per-node walk are in ``steps`` (candidate nodes
   in name order, reclaimees → Reclaimable → ValidateVictims → evict in victim order until
   the task fits FutureIdle → pipeline on the first node that then passes the predicates: a
   card-quota failure counts as resolvable, yet evicting other queues' pods never frees it).
@@ -16,7 +16,7 @@ Rules (Volcano actions/reclaim, restated):
 * The job's Statement is committed if JobPipelined holds afterwards, else discarded.
 * Arguments: ``predicateErrorCacheEnable`` is accepted and ignored (predicate results are
   exact per call). ``enableGangSafeReclaim`` (default true, tidesched's own): a job's turn
-  goes to ``gang_reclaim`` (TIDE-6) — whole-gang plans chosen per reclaiming job where a
+  goes to ``gang`` (TIDE-6) — whole-gang plans chosen per reclaiming job where a
   gang is at stake, and where none is, Volcano's victims (``victimOrder: volcano``) or DEC-8's
   ranking (``victimOrder: tidal``, the default with capacity-card); false gives Volcano's
   per-pod walk for every task.
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidesched.actions.gang_reclaim import GangSafeReclaim
-from tidesched.actions.reclaim_steps import ACTION, eligible, reclaimees, volcano_walk
+from tidesched.actions.reclaim.gang import GangSafeReclaim
+from tidesched.actions.reclaim.steps import ACTION, eligible, reclaimees, volcano_walk
 from tidesched.framework.queues import PriorityQueue
 from tidesched.framework.statement import Statement
 from tidesched.model.status import TaskStatus

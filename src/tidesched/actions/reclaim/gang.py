@@ -10,7 +10,7 @@ For each task of the job, in the loop's order:
 2. **Room already being freed** by a job this planner evicted whole (on any node, for an
    earlier task) takes the task first, without evicting anything; when a gang is at stake,
    any room being released counts. Room idle now is left to allocate, as in Volcano.
-3. **No gang at stake**: Volcano's per-pod walk decides (``reclaim_steps.volcano_walk``), so
+3. **No gang at stake**: Volcano's per-pod walk decides (``steps.volcano_walk``), so
    the victims are exactly Volcano's: first working node in name order, victims in
    Volcano's victim order (the newest / highest-index task of equal jobs first). With
    ``victimOrder: tidal`` (the default where capacity-card decides reclaim), step 4 instead,
@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tidesched.actions.gang_victims import NO_JOB, GangVictims, Offers, Plan, PlanCache, RowPlan
-from tidesched.actions.reclaim_steps import ACTION, Placed, Step, eligible, place, reclaimees, volcano_walk
+from tidesched.actions.reclaim.gang_victims import NO_JOB, GangVictims, Offers, Plan, PlanCache, RowPlan
+from tidesched.actions.reclaim.steps import ACTION, Placed, Step, eligible, place, reclaimees, volcano_walk
 from tidesched.actions.victims import candidate_nodes, eviction_reason, validate_victims
 from tidesched.framework.victim_order import order_victims
 from tidesched.framework.placement import best_node

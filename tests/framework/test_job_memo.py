@@ -6,7 +6,7 @@ from __future__ import annotations
 from builders import node, pod, podgroup, queue
 from tidesched.model.cache import ClusterCache
 from tidesched.model.snapshot import build_snapshot
-from tidesched.plugins import shape_memo
+from tidesched.framework import job_memo as shape_memo
 from tidesched.scheduler import config_from_text, open_session, run_actions
 
 CFG = """
