@@ -155,7 +155,7 @@ def _object_problem(kind: str, obj: Mapping[str, Any]) -> str:
     ``obj``, or ""."""
     from tidesched.model.problems import ObjectError
     from tidesched.model.snapshot import PARSERS
-    from tidesched.sim.controllers import parse_job
+    from tidesched.sim.controllers.vcjob import parse_job
 
     try:
         if kind == "Job":

@@ -39,7 +39,8 @@ from tidesched.model.snapshot import build_snapshot
 from tidesched.model.state import build_state
 from tidesched.scheduler import config_from_file, run_session
 from tidesched.sim.clock import Clock
-from tidesched.sim.controllers import Controllers, Timer
+from tidesched.sim.controllers import Controllers
+from tidesched.sim.controllers.common import Timer
 from tidesched.sim.fragmentation import GpuWorkload, fragmentation_summary, fragmented_gpus, gpu_figures
 from tidesched.sim.invariants import RULE_RESTART, RULE_SESSION, InvariantChecker
 from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacity_card_args, mean, percentile

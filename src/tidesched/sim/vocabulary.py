@@ -11,14 +11,8 @@ from typing import Any
 
 # Annotations the simulator reads on pods (or inherits from their Job/Deployment).
 DURATION_ANNOTATION = "sim.tidesched.io/duration"  # run time once started; absent: runs forever
-
-
 EXIT_CODE_ANNOTATION = "sim.tidesched.io/exit-code"  # non-zero: the pod ends Failed
-
-
 VOLCANO_JOB_API = "batch.volcano.sh"
-
-
 # Kinds the simulated world keeps and acts on.
 WORLD_KINDS = (
     "Node",
@@ -38,11 +32,7 @@ class ScenarioError(ValueError):
 
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
-
-
 _CLOCK = re.compile(r"^(?:(\d+)d)?(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d*)?))?$")
-
-
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 

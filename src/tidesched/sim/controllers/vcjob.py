@@ -1,47 +1,18 @@
-"""Simulated controllers (SIM-2): what the Kubernetes and Volcano controllers would do between
-scheduling sessions. No scheduling logic lives here — only object lifecycles.
-
-* **Volcano Job** (``batch.volcano.sh/v1alpha1``, volcano-semantics §9/§10): on submission a
-  PodGroup named like the Job with *all* Job annotations and labels, ``minMember`` =
-  ``minAvailable``, ``minTaskMember`` per task, ``minResources`` of the first ``minAvailable``
-  pods (tasks by priority), queue and priority class. Pods ``<job>-<task>-<index>`` (with
-  ``volcano.sh/task-spec`` annotation and label, ``scheduling.k8s.io/group-name``, job name,
-  queue, version, index; the Job's ``volcano.sh/preemptable`` and friends copied) are created
-  only once the PodGroup has left Pending. Lifecycle policies (task-level first, then job-level;
-  ``event``/``events``/``"*"``/``exitCode``) map PodEvicted / PodFailed / TaskCompleted (and
-  Unknown) to AbortJob, RestartJob, RestartTask, RestartPod, CompleteJob, TerminateJob,
-  ResumeJob; unmatched events sync. Phases and transitions follow Volcano's state machine
-  (Pending, Running, Restarting, Completing, Completed, Aborting, Aborted, Terminating,
-  Terminated, Failed), with ``maxRetry`` (default 3) and ``minSuccess``.
-* **Deployment → ReplicaSet → Pods**: a ReplicaSet ``<deploy>-<template hash>`` carrying the
-  Deployment's annotations; pods ``<rs>-<5 chars>``; scale changes (HPA-like) create pods or
-  delete the cheapest ones first (unbound, then pending, then the newest), as Kubernetes does.
-* **PodGroups for other pods** (Volcano's podgroup controller): one PodGroup per controlling
-  owner (``podgroup-<owner uid>``, else ``podgroup-<pod uid>``) with the owner's
-  ``volcano.sh/*`` annotations inherited and the pod's own ``volcano.sh/*`` annotations on top
-  (newer Volcano's inherit-pod-annotations; also what the core's ``synthesize_podgroup``
-  does), ``minMember`` from the owner's
-  ``scheduling.volcano.sh/group-min-member`` (default 1), the pod's queue, priority class,
-  ``volcano.sh/preemptable`` and friends, ``minResources`` = pod requests × minMember; the pod
-  then gets the ``scheduling.k8s.io/group-name`` annotation.
-* **Completion and clean-up**: pods end after their run time (see :mod:`tidesched.sim.world`);
-  finished Jobs, finished bare pods and their PodGroups are removed after ``finishedTTL``.
-
-Controllers react to world changes: a listener marks objects dirty and :meth:`Controllers.
-reconcile` works through them in sorted order until nothing is left, so a run is the same every
-time.
+"""The Volcano Job controller (``batch.volcano.sh/v1alpha1``, SIM-2, volcano-semantics §9/§10): on
+submission a PodGroup named like the Job with *all* Job annotations and labels, ``minMember`` =
+``minAvailable``, ``minTaskMember`` per task, ``minResources`` of the first ``minAvailable``
+pods (tasks by priority), queue and priority class; pods ``<job>-<task>-<index>`` once the
+PodGroup has left Pending; lifecycle policies and Volcano's job state machine (see the package
+docstring). ``parse_job`` reads and checks a Job.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tidesched.model.fields import INT32, parse_int
-from tidesched.model.objects import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, ObjectError, parse_pod
+from tidesched.model.objects import GROUP_NAME_ANNOTATION
 from tidesched.model.resource import Resource
 from tidesched.sim.vocabulary import DURATION_ANNOTATION, EXIT_CODE_ANNOTATION
 from tidesched.sim.world import (
@@ -53,28 +24,31 @@ from tidesched.sim.world import (
     is_deleting,
     labels,
     meta,
-    pod_active,
-    pod_node,
     pod_phase,
     spec,
     split_key,
     status,
-    with_meta_map,
+)
+from tidesched.sim.controllers.common import (
+    JOB_NAMESPACE_KEY,
+    JOB_NAME_KEY,
+    JOB_QUEUE_KEY,
+    JOB_VERSION_KEY,
+    MAX_SIM_REPLICAS,
+    PODGROUP_API,
+    TASK_INDEX_KEY,
+    TASK_SPEC_KEY,
+    TEMPLATE_UID_KEY,
+    VOLCANO_JOB_API,
+    Emit,
+    Timer,
+    int_field,
+    make_owner_ref,
+    resource_list,
+    template_request,
 )
 
-Emit = Callable[[str, str, str, str, str, str], None]  # kind, namespace, name, type, reason, message
 
-VOLCANO_JOB_API = "batch.volcano.sh/v1alpha1"
-PODGROUP_API = "scheduling.volcano.sh/v1beta1"
-JOB_NAME_KEY = "volcano.sh/job-name"
-JOB_NAMESPACE_KEY = "volcano.sh/job-namespace"
-JOB_VERSION_KEY = "volcano.sh/job-version"
-JOB_QUEUE_KEY = "volcano.sh/queue-name"
-TASK_SPEC_KEY = "volcano.sh/task-spec"
-TASK_INDEX_KEY = "volcano.sh/task-index"
-TEMPLATE_UID_KEY = "volcano.sh/template-uid"
-GROUP_MIN_MEMBER_KEY = "scheduling.volcano.sh/group-min-member"
-POD_TEMPLATE_HASH = "pod-template-hash"
 # Job annotations the vcjob controller copies onto its pods (volcano-semantics §10), plus the
 # simulator's own run-time keys so a Job-level duration applies to every pod.
 _JOB_TO_POD_ANNOTATIONS = (
@@ -86,15 +60,6 @@ _JOB_TO_POD_ANNOTATIONS = (
     DURATION_ANNOTATION,
     EXIT_CODE_ANNOTATION,
 )
-# Pod annotations/labels the podgroup controller copies to the PodGroup.
-_POD_TO_PG_ANNOTATIONS = (
-    "volcano.sh/preemptable",
-    "volcano.sh/cooldown-time",
-    "volcano.sh/revocable-zone",
-    "volcano.sh/jdb-min-available",
-    "volcano.sh/jdb-max-unavailable",
-)
-_POD_TO_PG_LABELS = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
 
 # Volcano Job phases.
 PENDING, RUNNING, RESTARTING = "Pending", "Running", "Restarting"
@@ -132,103 +97,6 @@ JOB_EVENTS = frozenset(
 # Pod removals that are news for a Job (Volcano's deletePod ⇒ PodEvicted); the controller's
 # own kills and clean-up are not.
 _EVICTING_CAUSES = frozenset({"evict", "node", "delete"})
-
-
-@dataclass(frozen=True, slots=True)
-class Timer:
-    """A controller's delayed work (clean-up after ``finishedTTL``)."""
-
-    what: str  # "job-gc" | "pod-gc"
-    key: str
-
-
-# --------------------------------------------------------------------------------------------
-# Helpers
-
-
-def resource_list(r: Resource) -> dict[str, str]:
-    """A Resource as a Kubernetes resource list (exact: millicores, bytes, milli-units)."""
-    out: dict[str, str] = {}
-    if r.milli_cpu:
-        out["cpu"] = f"{int(round(r.milli_cpu))}m"
-    if r.memory:
-        out["memory"] = str(int(round(r.memory)))
-    for name in sorted(r.scalars):
-        v = int(round(r.scalars[name]))
-        if v:
-            out[name] = str(v // 1000) if v % 1000 == 0 else f"{v}m"
-    return out
-
-
-_REQUEST_CACHE: dict[str, Resource] = {}
-
-
-def template_request(pod_spec: Mapping[str, Any]) -> Resource:
-    """Requests of one pod built from ``pod_spec`` (limits when no request), as the scheduler
-    reads them; cached by content."""
-    key = json.dumps(pod_spec, sort_keys=True, default=str)
-    hit = _REQUEST_CACHE.get(key)
-    if hit is None:
-        try:
-            hit = parse_pod({"metadata": {"name": "template"}, "spec": pod_spec}).resreq
-        except ObjectError:
-            hit = Resource()
-        if len(_REQUEST_CACHE) > 4096:
-            _REQUEST_CACHE.clear()
-        _REQUEST_CACHE[key] = hit
-    return hit.clone()
-
-
-def template_hash(template: Mapping[str, Any]) -> str:
-    """A stable 10-character hash of a pod template (the ``pod-template-hash`` label)."""
-    digest = hashlib.sha256(json.dumps(template, sort_keys=True, default=str).encode()).digest()
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    return "".join(alphabet[b % len(alphabet)] for b in digest[:10])
-
-
-def _owner_ref(api: str, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
-    m = meta(obj)
-    return {
-        "apiVersion": api,
-        "kind": kind,
-        "name": m.get("name"),
-        "uid": m.get("uid"),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
-# More pods than this per Job task, Deployment or ReplicaSet is a typo, not a workload: the
-# simulator refuses such a Job and caps a Deployment with a Warning instead of building
-# billions of pods.
-MAX_SIM_REPLICAS = 100_000
-
-
-def _int_field(value: Any, default: int) -> int:
-    """An int32 field (as the API server's schema has it) through the one integer reader;
-    ValueError otherwise. Strings are refused, as the typed API refuses them."""
-    if isinstance(value, str):
-        raise ValueError(f"expected an integer, got {value!r}")
-    try:
-        return parse_int(value, "", default, bounds=INT32)
-    except ObjectError as exc:
-        raise ValueError(str(exc).removeprefix(": ")) from None
-
-
-def _replicas(value: Any, emit: Emit, kind: str, key: str) -> int:
-    """A Deployment's or ReplicaSet's replicas: 1 when unreadable, at most MAX_SIM_REPLICAS,
-    each with a Warning event."""
-    ns, name = split_key(key)
-    try:
-        replicas = _int_field(value, 1)
-    except ValueError as exc:
-        emit(kind, ns, name, "Warning", "InvalidReplicas", f"{kind} {key}: spec.replicas: {exc}; using 1")
-        return 1
-    if replicas > MAX_SIM_REPLICAS:
-        emit(kind, ns, name, "Warning", "InvalidReplicas",
-             f"{kind} {key}: spec.replicas: {replicas} is more than the simulator runs; using {MAX_SIM_REPLICAS}")
-        return MAX_SIM_REPLICAS
-    return max(replicas, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,9 +144,9 @@ def parse_job(obj: Mapping[str, Any]) -> JobSpec:
             raise ValueError(f"spec.tasks[{i}].name: duplicate task name {name!r}")
         seen.add(name)
         try:
-            replicas = _int_field(t.get("replicas"), 1)
+            replicas = int_field(t.get("replicas"), 1)
             task_min = t.get("minAvailable")
-            task_min = None if task_min is None else _int_field(task_min, 0)
+            task_min = None if task_min is None else int_field(task_min, 0)
         except ValueError as exc:
             raise ValueError(f"spec.tasks[{i}]: {exc}") from None
         if replicas < 0:
@@ -297,10 +165,10 @@ def parse_job(obj: Mapping[str, Any]) -> JobSpec:
         tasks.append(TaskSpec(name, replicas, task_min, tmpl, tuple(pols)))
     total = sum(t.replicas for t in tasks)
     try:
-        min_available = _int_field(s.get("minAvailable"), total)
+        min_available = int_field(s.get("minAvailable"), total)
         min_success = s.get("minSuccess")
-        min_success = None if min_success is None else _int_field(min_success, 0)
-        max_retry = _int_field(s.get("maxRetry"), 3)
+        min_success = None if min_success is None else int_field(min_success, 0)
+        max_retry = int_field(s.get("maxRetry"), 3)
     except ValueError as exc:
         raise ValueError(f"spec: {exc}") from None
     if not 0 <= min_available <= total:
@@ -386,10 +254,6 @@ def _exit_code(pod: Mapping[str, Any]) -> int | None:
         except (KeyError, TypeError, ValueError):
             continue
     return None
-
-
-# --------------------------------------------------------------------------------------------
-# Volcano Job controller
 
 
 class VolcanoJobController:
@@ -542,7 +406,7 @@ class VolcanoJobController:
                 "uid": self.world.new_uid(),
                 "annotations": dict(annotations(job)),  # all Job annotations (volcano-semantics §10)
                 "labels": dict(labels(job)),
-                "ownerReferences": [_owner_ref(VOLCANO_JOB_API, "Job", job)],
+                "ownerReferences": [make_owner_ref(VOLCANO_JOB_API, "Job", job)],
                 "creationTimestamp": m.get("creationTimestamp"),
             },
             "spec": pg_spec,
@@ -795,7 +659,7 @@ class VolcanoJobController:
                         "namespace": ns,
                         "annotations": ann,
                         "labels": lab,
-                        "ownerReferences": [_owner_ref(VOLCANO_JOB_API, "Job", job)],
+                        "ownerReferences": [make_owner_ref(VOLCANO_JOB_API, "Job", job)],
                     },
                     "spec": tspec,
                     "status": {"phase": "Pending"},
@@ -839,366 +703,3 @@ class _JobCtx:
         self.status["retryCount"] = int(self.status.get("retryCount", 0)) + 1
         self.status["version"] = int(self.status.get("version", 0)) + 1
         self.status["restartTarget"] = target
-
-
-# --------------------------------------------------------------------------------------------
-# Deployment and ReplicaSet controllers
-
-
-class DeploymentController:
-    def __init__(self, world: World, emit: Emit) -> None:
-        self.world = world
-        self.emit = emit
-        self.dirty: set[str] = set()
-
-    def reconcile(self, key: str, now: float) -> None:
-        world = self.world
-        ns, name = split_key(key)
-        dep = world.get("Deployment", key)
-        owned = world.owned("ReplicaSet", "Deployment", key)
-        if dep is None:
-            for k in owned:
-                world.remove("ReplicaSet", k, "delete")
-            return
-        s = spec(dep)
-        replicas = _replicas(s.get("replicas"), self.emit, "Deployment", key)
-        template = s.get("template") if isinstance(s.get("template"), Mapping) else {}
-        h = template_hash(template)
-        rs_key = f"{ns}/{name}-{h}"
-        for k in owned:
-            if k != rs_key:
-                self._set_replicas(k, 0)  # an older template: scaled down (Recreate)
-        rs = world.get("ReplicaSet", rs_key)
-        if rs is None:
-            tmeta = dict(meta(template))
-            tmeta["labels"] = {**as_map(tmeta.get("labels")), POD_TEMPLATE_HASH: h}
-            dep_ann = {
-                k: v for k, v in annotations(dep).items() if not k.startswith("kubectl.kubernetes.io/")
-            }
-            dep_ann["deployment.kubernetes.io/desired-replicas"] = str(replicas)
-            rs = {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "metadata": {
-                    "name": f"{name}-{h}",
-                    "namespace": ns,
-                    "uid": world.new_uid(),
-                    "annotations": dep_ann,
-                    "labels": dict(tmeta["labels"]),
-                    "ownerReferences": [_owner_ref("apps/v1", "Deployment", dep)],
-                },
-                "spec": {"replicas": replicas, "template": dict(template, metadata=tmeta)},
-            }
-            world.put("ReplicaSet", rs)
-        else:
-            self._set_replicas(rs_key, replicas)
-
-    def _set_replicas(self, key: str, replicas: int) -> None:
-        rs = self.world.get("ReplicaSet", key)
-        if rs is None or spec(rs).get("replicas") == replicas:
-            return
-        new = dict(rs)
-        new["spec"] = dict(spec(rs), replicas=replicas)
-        new = with_meta_map(new, "annotations", {"deployment.kubernetes.io/desired-replicas": str(replicas)})
-        self.world.put("ReplicaSet", new)
-
-
-def _deletion_rank(pod: Mapping[str, Any]) -> tuple[int, int, float, str]:
-    """Kubernetes' order for scale-down victims: unassigned before assigned, pending before
-    running, newer before older (then by name for determinism)."""
-    bound = 1 if pod_node(pod) else 0
-    running = 1 if pod_phase(pod) == "Running" else 0
-    created = str(meta(pod).get("creationTimestamp") or "")
-    # Newer first: invert the timestamp order through a negative sort on the string's ordinal.
-    return (bound, running, -_ts_rank(created), str(meta(pod).get("name")))
-
-
-def _ts_rank(ts: str) -> float:
-    from tidesched.sim.world import sim_time
-
-    v = sim_time(ts)
-    return v if v is not None else 0.0
-
-
-class ReplicaSetController:
-    def __init__(self, world: World, emit: Emit) -> None:
-        self.world = world
-        self.emit = emit
-        self.dirty: set[str] = set()
-
-    def reconcile(self, key: str, now: float) -> None:
-        world = self.world
-        ns, name = split_key(key)
-        rs = world.get("ReplicaSet", key)
-        pods = [(pk, world.get("Pod", pk)) for pk in world.owned_pods("ReplicaSet", key)]
-        pods = [(pk, p) for pk, p in pods if p is not None]
-        if rs is None:
-            for pk, _p in pods:
-                world.delete_pod(pk, now, "delete")
-            return
-        # A finished pod of a ReplicaSet is replaced; the finished one is cleaned up.
-        for pk, p in pods:
-            if pod_phase(p) in FINISHED_POD_PHASES:
-                world.remove("Pod", pk, "gc")
-        active = [(pk, p) for pk, p in pods if pod_active(p)]
-        want = _replicas(spec(rs).get("replicas"), self.emit, "ReplicaSet", key)
-        if len(active) < want:
-            template = spec(rs).get("template") if isinstance(spec(rs).get("template"), Mapping) else {}
-            tmeta = meta(template)
-            for _ in range(want - len(active)):
-                pod_name = f"{name}-{world.random_suffix()}"
-                while world.get("Pod", f"{ns}/{pod_name}") is not None:
-                    pod_name = f"{name}-{world.random_suffix()}"
-                pod = {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {
-                        "name": pod_name,
-                        "namespace": ns,
-                        "annotations": as_map(tmeta.get("annotations")),
-                        "labels": as_map(tmeta.get("labels")),
-                        "ownerReferences": [_owner_ref("apps/v1", "ReplicaSet", rs)],
-                    },
-                    "spec": dict(spec(template)),
-                    "status": {"phase": "Pending"},
-                }
-                world.create_pod(pod, now)
-        elif len(active) > want:
-            victims = sorted(active, key=lambda kp: _deletion_rank(kp[1]))[: len(active) - want]
-            for pk, _p in victims:
-                world.delete_pod(pk, now, "scale")
-
-
-# --------------------------------------------------------------------------------------------
-# PodGroup controller (pods that name no PodGroup) and clean-up of bare pods
-
-
-class PodGroupController:
-    def __init__(self, world: World, emit: Emit, finished_ttl: float) -> None:
-        self.world = world
-        self.emit = emit
-        self.finished_ttl = finished_ttl
-        self.dirty: set[str] = set()
-        # PodGroups this controller created, by owner: ("Pod"|"ReplicaSet"|..., "ns/name") -> pg key.
-        self.created: dict[tuple[str, str], str] = {}
-
-    def wants(self, pod: Mapping[str, Any]) -> bool:
-        return (
-            not annotations(pod).get(GROUP_NAME_ANNOTATION)
-            and str(spec(pod).get("schedulerName") or "default-scheduler") in self.world.scheduler_names
-        )
-
-    def reconcile(self, key: str, now: float) -> None:
-        world = self.world
-        pod = world.get("Pod", key)
-        if pod is None:
-            self._gc_podgroup_of_pod(key)
-            return
-        if controller_owner(pod) is None and pod_phase(pod) in FINISHED_POD_PHASES:
-            if self.finished_ttl <= 0:
-                world.remove("Pod", key, "gc")
-                self._gc_podgroup_of_pod(key)
-            else:
-                world.clock.after(self.finished_ttl, Timer("pod-gc", key))
-            return
-        if not self.wants(pod) and not self._lost_group(pod, key):
-            return
-        ns, _ = split_key(key)
-        owner_obj, owner_ref = self._owner(pod, ns)
-        pg_name = "podgroup-" + str(meta(owner_obj if owner_obj is not None else pod).get("uid"))
-        pg_key = f"{ns}/{pg_name}"
-        if world.get("PodGroup", pg_key) is None:
-            pg = self._build(pod, ns, pg_name, owner_obj, owner_ref)
-            owner = controller_owner(pg)
-            if owner is not None:
-                self.created[(owner[0], f"{ns}/{owner[1]}")] = pg_key
-            world.put("PodGroup", pg)
-        world.put("Pod", with_meta_map(pod, "annotations", {GROUP_NAME_ANNOTATION: pg_name}))
-
-    def _lost_group(self, pod: Mapping[str, Any], key: str) -> bool:
-        """A pod of ours, not of a Volcano Job, whose PodGroup was deleted under it: the
-        controller makes the PodGroup again (Volcano's podgroup controller on its resync)."""
-        g = annotations(pod).get(GROUP_NAME_ANNOTATION)
-        owner = controller_owner(pod)
-        return (
-            bool(g)
-            and str(g).startswith("podgroup-")  # a name this controller gives
-            and (owner is None or owner[0] != "Job")
-            and str(spec(pod).get("schedulerName") or "default-scheduler") in self.world.scheduler_names
-            and self.world.get("PodGroup", f"{split_key(key)[0]}/{g}") is None
-        )
-
-    def _owner(
-        self, pod: Mapping[str, Any], ns: str
-    ) -> tuple[Mapping[str, Any] | None, dict[str, Any] | None]:
-        owners = meta(pod).get("ownerReferences")
-        if not isinstance(owners, list):
-            return None, None
-        for o in owners:
-            if isinstance(o, Mapping) and o.get("controller"):
-                kind = str(o.get("kind") or "")
-                obj = (
-                    self.world.get(kind, f"{ns}/{o.get('name')}")
-                    if kind in ("ReplicaSet", "Job", "Deployment")
-                    else None
-                )
-                if obj is not None:
-                    return obj, dict(o)
-                return {"metadata": {"uid": o.get("uid") or o.get("name"), "annotations": {}}}, dict(o)
-        return None, None
-
-    def _build(
-        self,
-        pod: Mapping[str, Any],
-        ns: str,
-        pg_name: str,
-        owner: Mapping[str, Any] | None,
-        owner_ref: dict[str, Any] | None,
-    ) -> dict[str, Any]:
-        owner_ann = annotations(owner) if owner is not None else {}
-        ann = {k: v for k, v in owner_ann.items() if k.startswith("volcano.sh/")}
-        min_member = 1
-        raw_min = owner_ann.get(GROUP_MIN_MEMBER_KEY)
-        if raw_min is not None:
-            try:
-                v = parse_int(str(raw_min), "", bounds=INT32)
-                min_member = v if v >= 0 else 1  # Volcano: a negative value keeps 1
-            except ObjectError:
-                min_member = 1
-        pod_ann = annotations(pod)
-        # The pod's own volcano.sh/* annotations override the owner's (newer Volcano's
-        # inherit-pod-annotations, and what the core's synthesize_podgroup does).
-        for k, v in pod_ann.items():
-            if k.startswith("volcano.sh/") or k in _POD_TO_PG_ANNOTATIONS:
-                ann[k] = v
-        lab = {k: v for k, v in labels(pod).items() if k in _POD_TO_PG_LABELS}
-        record = self.world.record("Pod", f"{ns}/{meta(pod).get('name')}")
-        req = record.resreq.clone() if record is not None else Resource()
-        req.multi(float(min_member))
-        pg_spec: dict[str, Any] = {"minMember": min_member, "minResources": resource_list(req)}
-        queue = pod_ann.get(QUEUE_NAME_ANNOTATION)
-        if queue:
-            pg_spec["queue"] = queue
-        pc = spec(pod).get("priorityClassName")
-        if pc:
-            pg_spec["priorityClassName"] = pc
-        ref = owner_ref if owner_ref is not None else _owner_ref("v1", "Pod", pod)
-        return {
-            "apiVersion": PODGROUP_API,
-            "kind": "PodGroup",
-            "metadata": {
-                "name": pg_name,
-                "namespace": ns,
-                "uid": self.world.new_uid(),
-                "annotations": ann,
-                "labels": lab,
-                "ownerReferences": [ref],
-                "creationTimestamp": meta(pod).get("creationTimestamp"),
-            },
-            "spec": pg_spec,
-            "status": {"phase": "Pending"},
-        }
-
-    def _gc_podgroup_of_pod(self, pod_key: str) -> None:
-        """A PodGroup owned by a pod goes with the pod (owner-reference GC)."""
-        self.gc_owner("Pod", pod_key)
-
-    def gc_owner(self, kind: str, key: str) -> None:
-        """The PodGroup this controller made for a removed owner (pod, ReplicaSet) goes with it."""
-        pg_key = self.created.pop((kind, key), None)
-        if pg_key is not None and self.world.get("PodGroup", pg_key) is not None:
-            self.world.remove("PodGroup", pg_key, "gc")
-
-
-# --------------------------------------------------------------------------------------------
-# All controllers together
-
-
-class Controllers:
-    """Routes world changes to the controllers and runs them until the world settles."""
-
-    MAX_ROUNDS = 50
-
-    def __init__(self, world: World, emit: Emit, finished_ttl: float = 0.0) -> None:
-        self.world = world
-        self.emit = emit
-        self.jobs = VolcanoJobController(world, emit, finished_ttl)
-        self.deployments = DeploymentController(world, emit)
-        self.replicasets = ReplicaSetController(world, emit)
-        self.podgroups = PodGroupController(world, emit, finished_ttl)
-        self._removed_owners: list[tuple[str, str]] = []
-        world.listeners.append(self.on_change)
-
-    def on_change(
-        self, kind: str, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None, cause: str
-    ) -> None:
-        if kind == "Pod":
-            pod = new if new is not None else old
-            assert pod is not None
-            owner = controller_owner(pod)
-            if owner is None:
-                if new is None or self.podgroups.wants(new) or pod_phase(new) in FINISHED_POD_PHASES:
-                    self.podgroups.dirty.add(key)
-            else:
-                if new is not None and self.podgroups.wants(new):
-                    self.podgroups.dirty.add(key)
-                if owner[0] == "Job":
-                    self.jobs.on_pod(key, old, new, cause)
-                elif owner[0] == "ReplicaSet":
-                    self.replicasets.dirty.add(f"{split_key(key)[0]}/{owner[1]}")
-        elif kind == "PodGroup":
-            self.jobs.on_podgroup(key, old, new)
-            if new is None and cause != "gc":
-                self.podgroups.dirty.update(self.world.pods_by_group.get(key, ()))
-        elif kind == "Job":
-            if cause != "controller":
-                self.jobs.dirty.add(key)
-        elif kind == "Deployment":
-            self.deployments.dirty.add(key)
-        elif kind == "ReplicaSet":
-            self.replicasets.dirty.add(key)
-            if new is None:
-                self._removed_owners.append(("ReplicaSet", key))
-            owner = controller_owner(new if new is not None else old or {})
-            if owner is not None and owner[0] == "Deployment" and new is None:
-                self.deployments.dirty.add(f"{split_key(key)[0]}/{owner[1]}")
-
-    def pending(self) -> bool:
-        return bool(
-            self.jobs.dirty
-            or self.deployments.dirty
-            or self.replicasets.dirty
-            or self.podgroups.dirty
-            or self._removed_owners
-        )
-
-    def reconcile(self, now: float) -> None:
-        """Run every controller over its dirty objects (sorted) until nothing is dirty."""
-        for _ in range(self.MAX_ROUNDS):
-            if not self.pending():
-                return
-            for ctl in (self.deployments, self.replicasets, self.podgroups, self.jobs):
-                keys = sorted(ctl.dirty)
-                ctl.dirty.clear()
-                for key in keys:
-                    ctl.reconcile(key, now)
-            removed, self._removed_owners = self._removed_owners, []
-            for kind, key in removed:
-                self.podgroups.gc_owner(kind, key)
-        self.emit(
-            "Simulator",
-            "",
-            "controllers",
-            "Warning",
-            "NotSettled",
-            f"controllers did not settle after {self.MAX_ROUNDS} rounds; continuing",
-        )
-
-    def on_timer(self, timer: Timer, now: float) -> None:
-        if timer.what == "job-gc":
-            self.jobs.gc(timer.key)
-        elif timer.what == "pod-gc":
-            pod = self.world.get("Pod", timer.key)
-            if pod is not None and pod_phase(pod) in FINISHED_POD_PHASES:
-                self.world.remove("Pod", timer.key, "gc")
-                self.podgroups._gc_podgroup_of_pod(timer.key)
