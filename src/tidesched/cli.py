@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tidesched.explain.pod import explain_lines
-from tidesched.framework.config import ConfigError
+from tidesched.framework.arguments import ConfigError
 from tidesched.framework.decisions import Decisions
 from tidesched.framework.session import Session
 from tidesched.model.loader import InputError, load_paths

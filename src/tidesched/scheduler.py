@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from tidesched.framework.config import Arguments, SchedulerConfig, default_config, load_config, load_config_file
+from tidesched.framework.arguments import Arguments
+from tidesched.framework.config import SchedulerConfig, default_config, load_config, load_config_file
 from tidesched.framework.decisions import Decisions
 from tidesched.framework.plugin import Plugin
 from tidesched.framework.session import Session

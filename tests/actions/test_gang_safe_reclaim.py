@@ -172,7 +172,7 @@ def test_tidal_order_evicts_the_lower_priority_job_on_a_later_node() -> None:
 def test_victim_order_argument_is_checked() -> None:
     import pytest
 
-    from tidesched.framework.config import ConfigError
+    from tidesched.framework.arguments import ConfigError
 
     with pytest.raises(ConfigError, match="victimOrder"):
         config_from_text(tidal_config(victim_order="newest"))

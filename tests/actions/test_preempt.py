@@ -17,7 +17,7 @@ from tidesched.actions import pdb as pdb_mod, preempt as preempt_mod
 from tidesched.actions.preempt import PreemptOptions, _between_jobs_filter, _within_job_filter, plan_key, select_victims_on_node
 from tidesched.actions.victims import TentativeEvictions, candidate_nodes, validate_victims
 from tidesched.framework.victim_order import order_victims
-from tidesched.framework.config import ConfigError
+from tidesched.framework.arguments import ConfigError
 from tidesched.scheduler import PLUGINS, config_from_text, open_session, schedule_manifests
 from tidesched.framework.plugin import NodeFailure, Plugin, PredicateResult
 from tidesched.framework.decisions import FitErrors

@@ -6,16 +6,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from tidesched.framework.config import (
     DEFAULT_OFF_HOOKS,
     HOOKS,
     SWITCH_KEYS,
     VOLCANO_SWITCH_KEYS,
-    Arguments,
-    ConfigError,
     PluginOption,
     SchedulerConfig,
     Tier,
@@ -23,6 +20,7 @@ from tidesched.framework.config import (
     load_config,
     load_config_file,
 )
+from tidesched.framework.arguments import Arguments, ConfigError
 
 DATA = Path(__file__).parents[1] / "data" / "config"
 

@@ -321,7 +321,7 @@ def check_config(text: str, objs: Sequence[Any]) -> bool:
     """A config text is accepted or refused with a ConfigError naming the file (and, where a
     field is at fault, its line and field); an accepted one runs a session over ``objs``.
     Returns whether it was accepted."""
-    from tidesched.framework.config import ConfigError
+    from tidesched.framework.arguments import ConfigError
 
     try:
         cfg = config_from_text(text, "fuzz.conf")

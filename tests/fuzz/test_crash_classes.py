@@ -105,7 +105,7 @@ tiers:
       podOwnerReferenceToServiceType:
         Job: 5
 """
-    from tidesched.framework.config import ConfigError
+    from tidesched.framework.arguments import ConfigError
 
     with pytest.raises(ConfigError) as err:
         config_from_text(text, "sched.conf")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from builders import node, pod, podgroup, queue
-from tidesched.framework.config import Arguments
+from tidesched.framework.arguments import Arguments
 from tidesched.model.snapshot import build_snapshot
 from tidesched.plugins.binpack import parse_weights
 from tidesched.scheduler import config_from_text, open_session

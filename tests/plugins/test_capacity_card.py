@@ -12,7 +12,7 @@ import pytest
 from builders import card_node, card_pod, card_queue, node, pod, podgroup, queue
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tidesched.framework.config import ConfigError
+from tidesched.framework.arguments import ConfigError
 from tidesched.framework.plugin import PERMIT, REJECT
 from tidesched.framework.statement import Statement
 from tidesched.model.snapshot import build_snapshot

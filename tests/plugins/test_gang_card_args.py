@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tidesched.framework.config import ConfigError
+from tidesched.framework.arguments import ConfigError
 from tidesched.plugins.gang import format_duration, parse_timeout
 from tidesched.scheduler import config_from_text
 

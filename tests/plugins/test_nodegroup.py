@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from builders import node, pod, podgroup, queue
-from tidesched.framework.config import ConfigError
+from tidesched.framework.arguments import ConfigError
 from tidesched.framework.statement import Statement
 from tidesched.model.objects import NodeGroupAffinity, parse_queue
 from tidesched.model.snapshot import build_snapshot

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from builders import node, pod, podgroup, queue
-from tidesched.framework.config import Arguments, ConfigError
+from tidesched.framework.arguments import Arguments, ConfigError
 from tidesched.framework.plugin import PERMIT, REJECT
 from tidesched.model.snapshot import build_snapshot
 from tidesched.plugins.overcommit import DEFAULT_FACTOR, parse_factors

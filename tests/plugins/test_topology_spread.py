@@ -320,7 +320,7 @@ def test_explain_names_the_spread_reasons(tmp_path) -> None:
     [("predicates", "predicate.PodTopologySpreadEnable: maybe"), ("nodeorder", "podtopologyspread.weight: heavy")],
 )
 def test_bad_switches_are_config_errors_naming_the_argument(plugin: str, argument: str) -> None:
-    from tidesched.framework.config import ConfigError
+    from tidesched.framework.arguments import ConfigError
 
     text = f'actions: "allocate"\ntiers:\n- plugins:\n  - name: {plugin}\n    arguments: {{{argument}}}\n'
     with pytest.raises(ConfigError, match=argument.split(":")[0].replace(".", r"\.")):

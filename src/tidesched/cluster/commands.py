@@ -16,7 +16,8 @@ import signal
 import sys
 from typing import Any, Sequence
 
-from tidesched.framework.config import ConfigError, SchedulerConfig
+from tidesched.framework.arguments import ConfigError
+from tidesched.framework.config import SchedulerConfig
 from tidesched.framework.session import Session
 from tidesched.cluster.api import Kube, connect
 from tidesched.cluster.runner import Runner, RunOptions, parse_duration

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from tidesched.explain import quota
-from tidesched.framework.config import ConfigError, SchedulerConfig
+from tidesched.framework.arguments import ConfigError
+from tidesched.framework.config import SchedulerConfig
 from tidesched.framework.decisions import Decisions
 from tidesched.cluster import webview
 from tidesched.cluster.api import Kube, TokenBucket, connect

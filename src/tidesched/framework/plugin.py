@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 import numpy as np
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
 

@@ -29,7 +29,7 @@ from tidesched.framework.plugin import Plugin, RowFn
 from tidesched.model.resource import CPU, MEMORY
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
 

@@ -74,7 +74,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tidesched.framework.config import ConfigError
+from tidesched.framework.arguments import ConfigError
 from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import MIN_RESOURCE, Resource, exceeded_part, max_resource

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.framework.config import ConfigError
+from tidesched.framework.arguments import ConfigError
 from tidesched.framework.plugin import (
     ABSTAIN,
     PERMIT,
@@ -90,7 +90,7 @@ from tidesched.model.resource import MIN_RESOURCE
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 

@@ -39,7 +39,7 @@ from tidesched.model.cards import (
 from tidesched.plugins.predicates import template_key
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
     from tidesched.model.node_table import NodeTable

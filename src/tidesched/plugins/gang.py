@@ -32,7 +32,7 @@ from tidesched.framework.plugin import ABSTAIN, PERMIT, REJECT, Plugin, Validate
 from tidesched.model.status import PodGroupPhase, TaskStatus
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, TaskInfo
 

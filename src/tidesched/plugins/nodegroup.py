@@ -46,7 +46,7 @@ from tidesched.model.resource import CPU, MEMORY, MIN_RESOURCE, Resource
 from tidesched.model.status import ALLOCATED_STATUSES
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import QueueInfo, TaskInfo
     from tidesched.model.node_table import NodeTable

@@ -41,7 +41,7 @@ from tidesched.plugins.predicates import node_labels, node_taints, template_key
 from tidesched.plugins.topology_spread import spread_inputs
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
 

@@ -34,7 +34,7 @@ from tidesched.plugins.proportion import allocated_task_num
 from tidesched.framework.job_memo import is_nothing, job_memo
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo
 

@@ -47,7 +47,7 @@ from tidesched.model.status import TaskStatus
 from tidesched.plugins.topology_spread import spread_inputs
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
     from tidesched.model.node_table import NodeTable

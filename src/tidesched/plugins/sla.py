@@ -25,7 +25,7 @@ from tidesched.model.fields import parse_go_duration
 from tidesched.model.problems import ObjectError
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from tidesched.framework.config import ConfigError, SchedulerConfig
+from tidesched.framework.arguments import ConfigError
+from tidesched.framework.config import SchedulerConfig
 from tidesched.model.loader import InputError, Manifest, load_paths
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, IGNORED_KINDS
 from tidesched.sim.vocabulary import (
@@ -24,7 +25,6 @@ from tidesched.sim.vocabulary import (
     ScenarioError,
     parse_duration,
 )
-
 
 ACTIONS = (
     "submit",

@@ -32,7 +32,8 @@ from typing import Any
 
 import yaml
 
-from tidesched.framework.config import ConfigError, SchedulerConfig
+from tidesched.framework.arguments import ConfigError
+from tidesched.framework.config import SchedulerConfig
 from tidesched.model.loader import InputError, Manifest, load_text
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
 from tidesched.sim.events import (

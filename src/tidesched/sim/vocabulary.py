@@ -8,7 +8,6 @@ import math
 import re
 from typing import Any
 
-
 # Annotations the simulator reads on pods (or inherits from their Job/Deployment).
 DURATION_ANNOTATION = "sim.tidesched.io/duration"  # run time once started; absent: runs forever
 EXIT_CODE_ANNOTATION = "sim.tidesched.io/exit-code"  # non-zero: the pod ends Failed

@@ -31,7 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tidesched.framework.config import ConfigError, SchedulerConfig
+from tidesched.framework.arguments import ConfigError
+from tidesched.framework.config import SchedulerConfig
 from tidesched.framework.decisions import Decisions
 from tidesched.model.loader import InputError, Manifest, load_paths
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME

@@ -33,7 +33,7 @@ from tidesched.framework.statement import Statement
 from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
 

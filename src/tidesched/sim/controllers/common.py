@@ -15,7 +15,6 @@ from tidesched.model.objects import ObjectError, parse_pod
 from tidesched.model.resource import Resource
 from tidesched.sim.world import meta, split_key
 
-
 Emit = Callable[[str, str, str, str, str, str], None]  # kind, namespace, name, type, reason, message
 
 # Labels and annotations the controllers write (volcano-semantics §10).

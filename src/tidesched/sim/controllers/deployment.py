@@ -5,8 +5,8 @@ does."""
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Mapping
+from typing import Any
 
 from tidesched.sim.controllers.common import (
     POD_TEMPLATE_HASH,

@@ -3,8 +3,8 @@ bare pods and their PodGroups (SIM-2)."""
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Mapping
+from typing import Any
 
 from tidesched.model.fields import INT32, parse_int
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, ObjectError
@@ -29,7 +29,6 @@ from tidesched.sim.world import (
     split_key,
     with_meta_map,
 )
-
 
 # Pod annotations/labels the podgroup controller copies to the PodGroup.
 _POD_TO_PG_ANNOTATIONS = (
