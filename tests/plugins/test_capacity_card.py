@@ -510,9 +510,6 @@ def test_podgroup_preemptable_false_protects_and_whole_job_helpers() -> None:
     t = {task.name: task for task in ssn.tasks.values()}
     assert plugin.may_reclaim(t["inf-0"], t["tr-0"])
     assert not plugin.may_reclaim(t["inf-0"], t["tr-keep-0"])  # TIDE-3 on the PodGroup
-    assert plugin.may_reclaim_job(t["inf-0"], ssn.jobs["ns/tr"])
-    assert not plugin.may_reclaim_job(t["inf-0"], ssn.jobs["ns/tr-keep"])
-    assert not plugin.may_reclaim_job(t["tr-0"], ssn.jobs["ns/tr"])
     assert plugin.job_card_usage(ssn.jobs["ns/tr"]) == {G4090: 2000.0, H200: 3000.0}
 
 
@@ -527,7 +524,6 @@ def test_preemptive_checks_state_and_quota_and_says_why() -> None:
     task = next(iter(ssn.tasks.values()))
     qi = ssn.queues["q1"]
     assert plugin.preemptive(qi, task) is False
-    assert plugin.reclaimer_fits(qi, task) is False
     plugin.on_session_close(ssn)
     (ev,) = [e for e in ssn.events if e.reason == "NotPreemptive"]
     assert (

@@ -73,10 +73,6 @@ def node_tasks_sorted(
     return sorted((t for t in tasks if accept is None or accept(t)), key=lambda t: t.key)
 
 
-def eviction_reason(action: str, preemptor: "TaskInfo", node: str) -> str:
-    return f"{action}: evicted to make room for {preemptor.key} on node {node}"
-
-
 def fits_now(ssn: "Session", queue: "QueueInfo", task: "TaskInfo", row: int,
              predicate_ok: bool | None = None) -> bool:
     """Volcano preemptorFitsOnNode: Allocatable(queue, task) ∧ request ≤ FutureIdle ∧ the

@@ -3,9 +3,10 @@
 Numbers come from the scheduler's own session state, so they follow exactly the pod-state rules
 the scheduler uses (seed ``002``, "额度的资源查询"):
 
-* with the ``capacity-card`` plugin in the config and exposing ``queue_usage()``, its per card
-  model accounting is used as is (quota from ``volcano.sh/card.quota`` / ``spec.capability``,
-  used, inqueue, pending);
+* with a plugin in the config that offers a quota view (``Plugin.quota_view``, the framework's
+  ``QuotaView``: ``capacity-card``), its per card model accounting is used as is (quota from
+  ``volcano.sh/card.quota`` / ``spec.capability``, used, inqueue, pending), and its rule names
+  each job's service type;
 * otherwise a fallback read of the session: quota = ``spec.capability`` (plus the
   ``volcano.sh/card.quota`` entries), used = the queue's allocated tasks (Allocated, Binding,
   Bound, Running), inqueue = ``minResources`` of Inqueue PodGroups (Volcano's proportion
@@ -27,6 +28,7 @@ from tidesched.model.resource import CPU, MEMORY, PODS, Resource
 from tidesched.model.status import PodGroupPhase, TaskStatus
 
 if TYPE_CHECKING:
+    from tidesched.framework.plugin import QuotaView
     from tidesched.framework.session import Session
 
 CARD_QUOTA_ANNOTATION = "volcano.sh/card.quota"
@@ -98,32 +100,16 @@ def _number(v: Any) -> float | None:
         return None
 
 
-def _normalize(raw: Any) -> dict[str, dict[str, Usage]]:
-    """Accept the plugin's answer as queue → resource → mapping (or object) of the four fields
-    (``allocated`` is taken for ``used``, ``capability`` for ``quota``)."""
-    out: dict[str, dict[str, Usage]] = {}
-    if not isinstance(raw, Mapping):
-        return out
-    for queue, per_res in raw.items():
-        if not isinstance(per_res, Mapping):
-            continue
-        row: dict[str, Usage] = {}
-        for res, val in per_res.items():
-            get = val.get if isinstance(val, Mapping) else (lambda k, _v=val: getattr(_v, k, None))
-            quota = get("quota")
-            if quota is None:
-                quota = get("capability")
-            used = get("used")
-            if used is None:
-                used = get("allocated")
-            row[str(res)] = Usage(
-                _number(quota),
-                _number(used) or 0.0,
-                _number(get("inqueue")) or 0.0,
-                _number(get("pending")) or 0.0,
-            )
-        out[str(queue)] = row
-    return out
+def _rows(usage: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict[str, dict[str, Usage]]:
+    """A quota view's ``queue_usage()`` as report rows (its ``allocated`` is the ``used``)."""
+    return {
+        str(queue): {
+            str(res): Usage(_number(v["quota"]), _number(v["allocated"]) or 0.0,
+                            _number(v["inqueue"]) or 0.0, _number(v["pending"]) or 0.0)
+            for res, v in per_res.items()
+        }
+        for queue, per_res in usage.items()
+    }
 
 
 def _card_quota(annotations: Mapping[str, str]) -> dict[str, float]:
@@ -168,13 +154,6 @@ def _fallback(ssn: Session) -> dict[str, dict[str, Usage]]:
     return rows
 
 
-def _call(fn: Any, ssn: Session) -> Any:
-    try:
-        return fn()
-    except TypeError:
-        return fn(ssn)
-
-
 def card_totals(ssn: Session) -> dict[str, float]:
     """Cards per model on the session's nodes (Ready ones), in cards."""
     catalog = CardCatalog.build((n.name, n.meta.labels, n.allocatable.scalars) for n in ssn.table.nodes)
@@ -185,39 +164,47 @@ def card_totals(ssn: Session) -> dict[str, float]:
     return dict(sorted(out.items()))
 
 
-def _service_totals(ssn: Session, plugin: Any) -> dict[str, dict[str, float]]:
+def _service_totals(ssn: Session, view: QuotaView | None) -> dict[str, dict[str, float]]:
     """Allocated per service type (online = inference, offline = training): cpu, memory and
-    scalar resources, plus cards by model. With capacity-card its own rule names the type
-    (PodGroup annotation, else the owner kind mapped by ``podOwnerReferenceToServiceType``);
-    without it the PodGroup annotation alone."""
-    job_type = getattr(plugin, "job_service_type", None)
-    job_cards = getattr(plugin, "job_card_usage", None)
+    scalar resources, plus cards by model. With a quota view (capacity-card) its own rule names
+    the type (PodGroup annotation, else the owner kind mapped by
+    ``podOwnerReferenceToServiceType``); without one the PodGroup annotation alone."""
     out: dict[str, dict[str, float]] = {}
     mark = len(ssn.events)
     try:
         for _uid, job in sorted(ssn.jobs.items()):
-            if callable(job_type):
-                stype = str(job_type(job))
+            if view is not None:
+                stype = str(view.job_service_type(job))
             else:
                 stype = job.pod_group.meta.annotations.get(SERVICE_TYPE_ANNOTATION) or "unknown"
             agg = out.setdefault(stype, {})
             for res, v in resource_natural(job.allocated).items():
                 agg[res] = agg.get(res, 0.0) + v
-            if callable(job_cards):
-                for model, milli in job_cards(job).items():
+            if view is not None:
+                for model, milli in view.job_card_usage(job).items():
                     agg[model] = agg.get(model, 0.0) + milli / MILLI
     finally:
         del ssn.events[mark:]  # a report only reads: warnings belong to the session that saw them
     return out
 
 
+def quota_view(ssn: Session) -> tuple[str, QuotaView] | None:
+    """The first plugin of the session's config (tier order) that offers a quota view, with its
+    name; None when none does."""
+    for name, plugin in ssn.plugins.items():
+        view = plugin.quota_view()
+        if view is not None:
+            return name, view
+    return None
+
+
 def queue_report(ssn: Session) -> QuotaReport:
     """Only the per queue × resource rows of ``report`` (no cluster totals, no service types,
     so no plugin warnings): what ``explain`` reads for a PodGroup's queue before the session's
     actions."""
-    fn = getattr(ssn.plugins.get("capacity-card"), "queue_usage", None)
-    if callable(fn):
-        return QuotaReport("capacity-card", _normalize(_call(fn, ssn)))
+    found = quota_view(ssn)
+    if found is not None:
+        return QuotaReport(found[0], _rows(found[1].queue_usage()))
     return QuotaReport("queue-spec", _fallback(ssn))
 
 
@@ -225,27 +212,12 @@ def report(ssn: Session) -> QuotaReport:
     """The quota/usage report of a closed session. ``tidesched quota`` closes a session without
     running actions (the cluster as it is); ``run`` reports after its actions (as the cluster
     will be once the session's binds land)."""
-    plugin = ssn.plugins.get("capacity-card")
     rep = queue_report(ssn)
-    totals = getattr(plugin, "cluster_totals", None)
     rep.cluster = {k: v for k, v in resource_natural(ssn.total_resource).items()}
     # Per card model (OBS-1): the models of the session's (Ready) nodes, named from their labels
     # as capacity-card names them, beside the generic resource names.
     for model, cards in card_totals(ssn).items():
         rep.cluster.setdefault(model, cards)
-    if callable(totals):
-        extra = _call(totals, ssn)
-        if isinstance(extra, Mapping):
-            rep.cluster.update({str(k): n for k, v in extra.items() if (n := _number(v)) is not None})
-    services = getattr(plugin, "service_usage", None)
-    if callable(services):
-        raw = _call(services, ssn)
-        if isinstance(raw, Mapping):
-            rep.services = {
-                str(s): {str(r): n for r, v in res.items() if (n := _number(v)) is not None}
-                for s, res in raw.items()
-                if isinstance(res, Mapping)
-            }
-    else:
-        rep.services = _service_totals(ssn, plugin)
+    found = quota_view(ssn)
+    rep.services = _service_totals(ssn, None if found is None else found[1])
     return rep

@@ -42,12 +42,9 @@ Hooks
 Service type (TIDE-1): PodGroup annotation ``volcano.sh/service.type``, else the pod's first
 ownerReference kind through ``podOwnerReferenceToServiceType``, else unknown.
 
-``queue_usage()`` exposes per queue and per card model (and cpu/memory) the quota, allocated,
-inqueue and pending amounts for the CLI, the simulator and metrics (OBS-1, OBS-2).
-
-Gang-safe victim selection (TIDE-6, DEC-8) lives in the reclaim action; it uses
-``job_service_type``, ``may_reclaim_job``, ``job_card_usage``, ``task_card_usage``,
-``card_request`` and ``reclaimer_fits`` from this plugin.
+``quota_view()`` (the framework's ``QuotaView``: ``queue_usage``, ``job_service_type``,
+``job_card_usage``) gives per queue and per card model (and cpu/memory) the quota, allocated,
+inqueue and pending amounts to the CLI, the simulator and metrics (OBS-1, OBS-2).
 """
 
 from __future__ import annotations
@@ -911,20 +908,6 @@ class CapacityCardPlugin(Plugin):
                 return parse_bool(source[PREEMPTABLE_KEY]) is False
         return False
 
-    def may_reclaim_job(self, reclaimer: "TaskInfo", job: "JobInfo") -> bool:
-        """TIDE-4/DEC-7 for a whole victim job: ``reclaimer`` is inference, the job is training
-        and not protected, and (for a card reclaimer) it holds one of the reclaimer's models."""
-        if self.task_service_type(reclaimer) != INFERENCE or self.job_service_type(job) != TRAINING:
-            return False
-        if self._job_protected(job):
-            return False
-        req = self.card_request(reclaimer)
-        if req.error:
-            return False
-        if req.count > 0:
-            return any(m in req.models for m in self._job_cards(job))
-        return True
-
     def may_reclaim(self, reclaimer: "TaskInfo", victim: "TaskInfo") -> bool:
         """TIDE-4/DEC-7 policy for one pair: inference may take from training only; the
         victim must hold one of the reclaimer's acceptable card models (a card-less reclaimer
@@ -947,14 +930,10 @@ class CapacityCardPlugin(Plugin):
             reclaimer.resreq.memory > 0 and victim.resreq.memory > 0
         )
 
-    def reclaimer_fits(self, queue: "QueueInfo", task: "TaskInfo") -> bool:
-        """Preemptive without recording a reason: the queue is Open and has quota for the task."""
-        q = self.queues.get(queue.name)
-        if q is None:
-            return True
-        return q.state == QueueState.OPEN and not self._task_quota_problem(q, task)[0]
-
     # ------------------------------------------------------------------ status
+
+    def quota_view(self) -> "CapacityCardPlugin":
+        return self
 
     def queue_usage(self) -> dict[str, dict[str, dict[str, float]]]:
         """Per queue, per dimension (``cpu`` in cores, ``memory`` in bytes, each card model

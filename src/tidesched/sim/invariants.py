@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidesched.framework.decisions import Decisions
+from tidesched.framework.reasons import RECLAIM, evicted_by
 from tidesched.rules.taints import tolerates_unschedulable
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY, parse_bool
 from tidesched.model.resource import Resource
@@ -470,7 +471,7 @@ class InvariantChecker:
         placed: list[tuple[str, str]] = sorted(set(applied.bound) | set(d.pipelined.items()))
         out: list[Violation] = []
         for pk, reason in applied.evicted:
-            if "reclaim" not in reason.lower():
+            if not evicted_by(reason, RECLAIM):
                 continue
             victim = world.get("Pod", pk)
             if victim is None:
@@ -529,7 +530,7 @@ class InvariantChecker:
         world = self.world
         out: list[Violation] = []
         for pk, reason in applied.evicted:
-            if "reclaim" not in reason.lower():
+            if not evicted_by(reason, RECLAIM):
                 continue
             victim = world.get("Pod", pk)
             if victim is None:

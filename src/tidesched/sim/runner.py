@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from tidesched.framework.decisions import Decisions
+from tidesched.framework.reasons import PREEMPT, RECLAIM, evicted_by
 from tidesched.model.snapshot import build_snapshot
 from tidesched.model.state import build_state
 from tidesched.scheduler import config_from_file, run_session
@@ -362,8 +363,8 @@ class Engine:
         step = self.accounting.step(t)
         ev = applied.evicted if applied is not None else []
         step["evictions"] = len(ev)
-        step["reclaims"] = sum(1 for _, r in ev if "reclaim" in r.lower())
-        step["preemptions"] = sum(1 for _, r in ev if "preempt" in r.lower())
+        step["reclaims"] = sum(1 for _, r in ev if evicted_by(r, RECLAIM))
+        step["preemptions"] = sum(1 for _, r in ev if evicted_by(r, PREEMPT))
         sig = {key: v for key, v in step.items() if key != "t"}  # compared as values, deeply
         every = self.sc.record_every
         due = every > 0 and k - self._last_record_k >= every
@@ -446,8 +447,8 @@ class Engine:
         applied = self.world.apply(d, t)
         self.totals["pods_bound"] += len(applied.bound)
         self.totals["pods_evicted"] += len(applied.evicted)
-        self.totals["reclaims"] += sum(1 for _, r in applied.evicted if "reclaim" in r.lower())
-        self.totals["preemptions"] += sum(1 for _, r in applied.evicted if "preempt" in r.lower())
+        self.totals["reclaims"] += sum(1 for _, r in applied.evicted if evicted_by(r, RECLAIM))
+        self.totals["preemptions"] += sum(1 for _, r in applied.evicted if evicted_by(r, PREEMPT))
         if applied.stale:
             self.totals["stale_decisions"] += len(applied.stale)
             self.emit(

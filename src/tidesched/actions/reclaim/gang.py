@@ -43,7 +43,8 @@ import numpy as np
 
 from tidesched.actions.reclaim.gang_victims import NO_JOB, GangVictims, Offers, Plan, PlanCache, RowPlan
 from tidesched.actions.reclaim.steps import ACTION, Placed, Step, eligible, place, reclaimees, volcano_walk
-from tidesched.actions.victims import candidate_nodes, eviction_reason, validate_victims
+from tidesched.actions.victims import candidate_nodes, validate_victims
+from tidesched.framework.reasons import eviction_reason
 from tidesched.framework.victim_order import order_victims
 from tidesched.framework.placement import best_node
 from tidesched.framework.statement import Statement
@@ -178,7 +179,7 @@ class GangSafeReclaim:
                     plans.append(plan)
                     plans.sort(key=lambda p: p.cost)
                 continue
-            reason = eviction_reason(ACTION, task, table.names[plan.row])
+            reason = eviction_reason(ACTION, task.key, table.names[plan.row])
             reasons = {j.uid: f"{reason}; whole job {j.key} evicted (gang-safe reclaim)" for j in plan.broken}
             victims = plan.evictions(planner)
             placed = place(ssn, stmt, queue, task, plan.row, victims, reasons)

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
-from tidesched.actions.victims import candidate_nodes, eviction_reason, node_tasks_sorted, validate_victims
+from tidesched.actions.victims import candidate_nodes, node_tasks_sorted, validate_victims
+from tidesched.framework.reasons import RECLAIM, eviction_reason
 from tidesched.framework.victim_order import order_victims
 from tidesched.framework.statement import Statement
 from tidesched.model.status import TaskStatus
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 
-ACTION = "reclaim"
+ACTION = RECLAIM
 
 
 @dataclass
@@ -83,7 +84,7 @@ def place(
     table = ssn.table
     node = table.names[row]
     node_stmt = Statement(ssn)
-    reason = eviction_reason(ACTION, task, node)
+    reason = eviction_reason(ACTION, task.key, node)
     for victim in victims:
         node_stmt.evict(victim, (reasons or {}).get(victim.job, reason))
     if not table.fits_row(task, table.future_idle[row]):
