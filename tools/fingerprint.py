@@ -19,7 +19,8 @@ What it hashes:
   1,000 nodes × 5,000 pods (its generator is seeded) with its config, through ``schedule``;
 * ``simulate/<name>``: ``result.json`` of ``tidesched simulate`` on the bundled tidal day and of
   a few ``--chaos`` seeds, and ``trace``: of the full trace replay. ``result.json`` holds no
-  wall-clock values (``sim/runner.py``); keys that would (``wall*``, ``*_seconds`` of the run,
+  wall-clock values (``sim/runner.py``); ``report/tidal-day``: the bundled day's
+  ``report.html`` (byte-identical for the same result); keys that would (``wall*``, ``*_seconds`` of the run,
   timestamps of the run) are dropped anyway, and the repository's own path and the output
   directory are replaced, so a clone elsewhere prints the same hashes.
 
@@ -117,12 +118,15 @@ def session_bench() -> dict[str, str]:
     return {"session-bench": digest(json.loads(text))}
 
 
-def simulate(name: str, *args: str) -> dict[str, str]:
+def simulate(name: str, *args: str, report: bool = False) -> dict[str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         cli("simulate", "--no-progress", "--out", tmp, *args, ok=(0, 1))
         # a --chaos run writes its scenario into the out directory and names it in messages
         result = json.loads(Path(tmp, "result.json").read_text().replace(tmp, "<out>"))
-    return {f"simulate/{name}": digest(strip(result))}
+        out = {f"simulate/{name}": digest(strip(result))}
+        if report:
+            out[f"report/{name}"] = digest(Path(tmp, "report.html").read_text().replace(tmp, "<out>"))
+    return out
 
 
 def main() -> None:
@@ -134,7 +138,7 @@ def main() -> None:
     lines.update(scenarios())
     lines.update(schedule_and_explain())
     lines.update(session_bench())
-    lines.update(simulate("tidal-day"))
+    lines.update(simulate("tidal-day", report=True))
     for seed in CHAOS_SEEDS:
         lines.update(simulate(f"chaos-{seed}", "--chaos", str(seed), "--no-shrink"))
     if not args.no_trace:
