@@ -16,7 +16,8 @@ from builders import BASIC_CONFIG, node, pod, podgroup, queue
 from cluster_helpers import ManualClock, bound_nodes, fake_api, http_get, make_runner, wait
 from tidesched.cluster.api import Kube, connect
 from tidesched.cluster.commands import options_from_args, run_main, run_parser
-from tidesched.cluster.runner import Runner, parse_duration
+from tidesched.cluster.runner import Runner
+from tidesched.model.durations import parse_flag_duration as parse_duration
 from tidesched.cluster.store import POD
 
 

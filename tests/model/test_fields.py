@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tidesched.model.fields import parse_go_duration
+from tidesched.model.durations import parse_go_duration
 from tidesched.model.problems import ObjectError
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tidesched.framework.arguments import ConfigError
-from tidesched.plugins.gang import format_duration, parse_timeout
+from tidesched.model.durations import format_go
+from tidesched.plugins.gang import parse_timeout
 from tidesched.scheduler import config_from_text
 
 CONFIG = """
@@ -40,7 +41,7 @@ def test_annotation_values() -> None:
 
 
 def test_durations_read_like_go() -> None:
-    assert [format_duration(s) for s in (5, 90, 600, 3600, 7322)] == ["5s", "1m30s", "10m0s", "1h0m0s", "2h2m2s"]
+    assert [format_go(s) for s in (5, 90, 600, 3600, 7322)] == ["5s", "1m30s", "10m0s", "1h0m0s", "2h2m2s"]
 
 
 # -- cardprotect arguments (EXT-2) ----------------------------------------------------------------

@@ -22,6 +22,7 @@ from tidesched.cli.common import (
     out,
     prepare_any,
 )
+from tidesched.model.quantity import format_natural
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
 
 
@@ -59,14 +60,7 @@ def quota(
         t.add_column(col, justify="left" if col in ("queue", "resource") else "right")
     for q, per_res in sorted(rep.queues.items()):
         for res, u in per_res.items():
-            t.add_row(q, res, "-" if u.quota is None else _amount(res, u.quota), _amount(res, u.used),
-                      _amount(res, u.inqueue), _amount(res, u.pending))
+            t.add_row(q, res, format_natural(res, u.quota), format_natural(res, u.used),
+                      format_natural(res, u.inqueue), format_natural(res, u.pending))
     out.print(t)
 
-
-def _amount(resource: str, value: float) -> str:
-    if resource == "memory":
-        from tidesched.model.quantity import format_memory
-
-        return format_memory(round(value))
-    return f"{value:g}"

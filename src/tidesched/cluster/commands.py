@@ -20,10 +20,11 @@ from tidesched.framework.arguments import ConfigError
 from tidesched.framework.config import SchedulerConfig
 from tidesched.framework.session import Session
 from tidesched.cluster.api import Kube, connect
-from tidesched.cluster.runner import Runner, RunOptions, parse_duration
+from tidesched.cluster.runner import Runner, RunOptions
 from tidesched.cluster.server import ListenError
 from tidesched.cluster.store import list_once
 from tidesched.explain.quota import QuotaReport, report
+from tidesched.model.durations import parse_flag_duration
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
 from tidesched.scheduler import CONFIG_KEY, CONFIG_MAPS, open_session
 
@@ -43,7 +44,7 @@ def _bool(text: str | bool) -> bool:
 
 def _duration(text: str) -> float:
     try:
-        return parse_duration(text.lstrip("="))
+        return parse_flag_duration(text.lstrip("="))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

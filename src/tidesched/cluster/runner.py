@@ -18,7 +18,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import re
 import sys
 import threading
 import time
@@ -48,25 +47,6 @@ log = logging.getLogger("tidesched.cluster.runner")
 # The longest a PodGroup moved out of Pending waits for its status write before it counts as
 # work again (the writer goes through a mass submission's groups one by one).
 ENQUEUE_HOLD = 60.0
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str | float) -> float:
-    """Go duration (``1s``, ``500ms``, ``1m30s``) or plain seconds → seconds."""
-    if isinstance(text, (int, float)):
-        return float(text)
-    s = text.strip()
-    try:
-        return float(s)
-    except ValueError:
-        pass
-    parts = _DURATION.findall(s)
-    if not parts or "".join(n + u for n, u in parts) != s:
-        raise ValueError(f"invalid duration {text!r} (e.g. 1s, 500ms, 1m30s)")
-    return sum(float(n) * _UNIT[u] for n, u in parts)
-
 
 @dataclass
 class RunOptions:

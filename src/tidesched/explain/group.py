@@ -13,13 +13,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tidesched.model.quantity import format_natural
 from tidesched.model.status import VALID_STATUSES, PodGroupPhase, TaskStatus
 from tidesched.scheduler import run_actions
 
 if TYPE_CHECKING:
+    from tidesched.explain.quota import QuotaReport
     from tidesched.framework.decisions import Decisions
     from tidesched.framework.session import Session
-    from tidesched.explain.quota import QuotaReport
 
 JOB_NAME_ANNOTATION = "volcano.sh/job-name"  # set on a Volcano Job's pods by its controller
 # Target kinds as typed (singular, plural, short names as kubectl knows them) → canonical.
@@ -133,16 +134,6 @@ def capture(ssn: Session, key: str, report: QuotaReport | None) -> GroupBefore:
     )
 
 
-def _amount(resource: str, value: float | None) -> str:
-    if value is None:
-        return "-"
-    if resource == "memory":
-        from tidesched.model.quantity import format_memory
-
-        return format_memory(round(value))
-    return f"{value:g}"
-
-
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
@@ -247,7 +238,7 @@ def group_lines(ssn: Session, decisions: Decisions, before: GroupBefore) -> list
     if before.quota:
         lines.append(f"Queue {job.queue} ({before.quota_source}): resource quota / used / inqueue / pending")
         for res, (quota, used, inqueue, pend) in before.quota.items():
-            cells = " / ".join(_amount(res, v) for v in (quota, used, inqueue, pend))
+            cells = " / ".join(format_natural(res, v) for v in (quota, used, inqueue, pend))
             lines.append(f"  {res}: {cells}")
 
     keys = {t.key for t in job.tasks.values()}

@@ -21,7 +21,7 @@ import functools
 from typing import TYPE_CHECKING
 
 from tidesched.framework.plugin import ABSTAIN, PERMIT, Plugin
-from tidesched.model.fields import parse_go_duration
+from tidesched.model.durations import parse_go_duration
 from tidesched.model.problems import ObjectError
 
 if TYPE_CHECKING:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from tidesched.model.durations import format_human
+
 
 def esc(value: Any) -> str:
     """HTML-escape user text; also break ``://`` so a message can never read as a live link."""
@@ -41,18 +43,8 @@ def _fmt_number(v: float) -> str:
 
 
 def fmt_duration(value: Any) -> str:
-    """Seconds → a short human duration (``42 s``, ``3.5 min``, ``2.1 h``, ``1.5 d``)."""
-    v = opt_num(value)
-    if v is None:
-        return "—"
-    a = abs(v)
-    if a < 120:
-        return f"{v:.1f} s" if v != int(v) else f"{int(v)} s"
-    if a < 7200:
-        return f"{v / 60:.1f} min"
-    if a < 172800:
-        return f"{v / 3600:.1f} h"
-    return f"{v / 86400:.1f} d"
+    """A result's seconds (any JSON value) as a short human duration."""
+    return format_human(opt_num(value))
 
 
 def _names_under(mappings: list[Any]) -> list[str]:

@@ -4,9 +4,9 @@ simulated world holds, :class:`ScenarioError`, and scenario durations (``90s``, 
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any
+
+from tidesched.model.durations import DurationError, parse_span
 
 # Annotations the simulator reads on pods (or inherits from their Job/Deployment).
 DURATION_ANNOTATION = "sim.tidesched.io/duration"  # run time once started; absent: runs forever
@@ -30,57 +30,10 @@ class ScenarioError(ValueError):
     """A scenario that cannot be run; the message names the file and entry."""
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d)")
-_CLOCK = re.compile(r"^(?:(\d+)d)?(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d*)?))?$")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
 def parse_duration(value: Any, where: str) -> float:
-    """Seconds from a number (seconds), ``"90s"``, ``"1h30m"``, ``"2.5h"``, ``"1d"`` or a
-    clock time ``"08:30"`` / ``"1d08:30"`` (time since the start of the scenario)."""
-    if isinstance(value, bool):
-        raise ScenarioError(f"{where}: expected a duration, got {value!r}")
-    if isinstance(value, (int, float)):
-        if value < 0 or not math.isfinite(value):
-            raise ScenarioError(f"{where}: expected a non-negative finite duration, got {value!r}")
-        return float(value)
-    if not isinstance(value, str) or not value.strip():
-        raise ScenarioError(f"{where}: expected a duration such as 30s, 15m, 8h or 08:00, got {value!r}")
-    text = value.strip()
-    m = _CLOCK.match(text)
-    if m:
-        days, hours, minutes, seconds = m.groups()
-        if int(minutes) >= 60 or (seconds is not None and float(seconds) >= 60):
-            raise ScenarioError(f"{where}: invalid clock time {value!r}")
-        return int(days or 0) * 86400.0 + int(hours) * 3600.0 + int(minutes) * 60.0 + float(seconds or 0)
+    """A scenario duration (``model.durations.parse_span``), a ScenarioError naming ``where``
+    when it cannot be read."""
     try:
-        return float(text)
-    except ValueError:
-        pass
-    pos, total = 0, 0.0
-    for part in _DURATION_PART.finditer(text):
-        if part.start() != pos:
-            break
-        total += float(part.group(1)) * _UNIT[part.group(2)]
-        pos = part.end()
-    if pos != len(text) or pos == 0:
-        raise ScenarioError(
-            f"{where}: expected a duration such as 30s, 15m, 8h, 1h30m or 08:00, got {value!r}"
-        )
-    return total
-
-
-def format_duration(seconds: float) -> str:
-    """Short human form (``1h30m``, ``45s``) for summaries."""
-    s = float(seconds)
-    if s < 60:
-        return f"{s:g}s"
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        n = int(s // size)
-        if n:
-            parts.append(f"{n}{unit}")
-            s -= n * size
-    if s >= 1:
-        parts.append(f"{int(round(s))}s")
-    return "".join(parts) or "0s"
+        return parse_span(value, where)
+    except DurationError as exc:
+        raise ScenarioError(str(exc)) from None

@@ -40,7 +40,8 @@ from tidesched.scheduler import CONFIG_KEY, CONFIG_MAPS, config_from_file, confi
 from tidesched.plugins.capacity_card import SERVICE_TYPE_ANNOTATION
 from tidesched.sim.metrics import capacity_card_args
 from tidesched.sim.runner import Engine, Progress, SimulationRun
-from tidesched.sim.vocabulary import DURATION_ANNOTATION, ScenarioError, format_duration, parse_duration
+from tidesched.model.durations import format_compact
+from tidesched.sim.vocabulary import DURATION_ANNOTATION, ScenarioError, parse_duration
 from tidesched.sim.events import Scenario, check_objects, object_kind, object_name
 from tidesched.sim.world import Applied, iso
 
@@ -337,7 +338,7 @@ def summary_lines(result: Mapping[str, Any]) -> list[str]:
     lines = [f"what-if on {wi.get('source')} (read {wi.get('read_at')}, config {wi.get('config')})"]
 
     def fmt(v: float | None) -> str:
-        return "-" if v is None else format_duration(v)
+        return "-" if v is None else format_compact(v)
 
     for j in wi.get("new_workloads", []):
         if j["started"] is None:
