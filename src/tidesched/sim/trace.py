@@ -1,7 +1,7 @@
 """Loader for the Alibaba GPU cluster trace v2023 ("openb", FGD paper, USENIX ATC '23).
 
-The trace is not part of tidesched: its files are read from a path given by the user (see
-``/work/shared/traces/alibaba-gpu-v2023/SOURCE.md`` for origin, licence and schema).
+The trace is not part of tidesched: its files are read from a path given by the user (the
+trace's own ``SOURCE.md`` states its origin, licence and schema).
 
 ``load_trace(path)`` returns ``(objects, timed_events)``: the cluster the simulation starts
 with (Nodes, the two Queues) and the workload as timed events for the scenario engine.
