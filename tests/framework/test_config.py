@@ -1,4 +1,4 @@
-"""Tests for tidesched.framework.config (SPEC CONF-1, CONF-3)."""
+"""Tests for tidesched.framework.config (CONF-1, CONF-3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""capacity plugin (SPEC CAP-1..3, seed 001): worked examples, hook rules, robustness, reasons."""
+"""capacity plugin (CAP-1..3, seed 001): worked examples, hook rules, robustness, reasons."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""capacity-card plugin (SPEC CARD-1..9, DEC-1..11, TIDE-1..5): the seed configurations, hook
+"""capacity-card plugin (CARD-1..9, DEC-1..11, TIDE-1..5): the seed configurations, hook
 rules, accounting across sessions (HPA), the tidal policy, and invariants over random clusters.
 Single-session outcomes are in tests/scenarios/capacity_card.yaml."""
 

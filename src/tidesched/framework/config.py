@@ -1,4 +1,4 @@
-"""Scheduler configuration in Volcano's format (SPEC CONF-1, CONF-3).
+"""Scheduler configuration in Volcano's format (CONF-1, CONF-3).
 
 The accepted document is the one ``volcano-scheduler`` reads from ``--scheduler-conf``::
 

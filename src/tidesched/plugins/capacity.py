@@ -1,4 +1,4 @@
-"""capacity plugin (Volcano plugins/capacity; seed 001, SPEC CAP-1..3): queue quotas from
+"""capacity plugin (Volcano plugins/capacity; seed 001, CAP-1..3): queue quotas from
 ``deserved`` / ``guarantee`` / ``capability``, flat or as a tree of queues.
 
 Queue attributes (per session, see ``capacity_tree``):

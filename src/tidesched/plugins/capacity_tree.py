@@ -1,4 +1,4 @@
-"""Queue attributes and the queue tree of the ``capacity`` plugin (SPEC CAP-1, CAP-2).
+"""Queue attributes and the queue tree of the ``capacity`` plugin (CAP-1, CAP-2).
 
 This module holds the data side of the plugin: one :class:`QueueAttr` per queue with its
 deserved / allocated / request / elastic / inqueue / capability / realCapability / guarantee

@@ -1,4 +1,4 @@
-"""cardprotect plugin (SPEC EXT-2, seed 003 §4.3): rare cards are kept for the pods that ask for them.
+"""cardprotect plugin (EXT-2, seed 003 §4.3): rare cards are kept for the pods that ask for them.
 
 Argument ``protectedModels``: card model names as capacity-card names them (``NVIDIA-H200``,
 ``NVIDIA-H200/mig-3g.71gb-mixed``, …), or ``["*"]`` for every card model. A node *carries* a

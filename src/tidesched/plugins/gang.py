@@ -11,7 +11,7 @@
   with tasks that are not ready — unless their terminating pods still on nodes cover
   minMember — and Scheduled for the others.
 
-Gang timeout (SPEC EXT-1, seed 003 §4.2): a PodGroup that has never reached its minimums
+Gang timeout (EXT-1, seed 003 §4.2): a PodGroup that has never reached its minimums
 within its wait time — annotation ``scheduling.tidesched.io/gang-timeout-seconds``, else the
 argument ``defaultGangTimeoutSeconds`` for PodGroups of more than one member — counted from
 its creationTimestamp to the session's time, stops holding the cluster: it is taken out of

@@ -1,4 +1,4 @@
-"""Single-file HTML report for a simulation result (SPEC SIM-3).
+"""Single-file HTML report for a simulation result (SIM-3).
 
 ``render_html(result)`` turns the engine's ``result`` dict (the content of ``result.json``) into
 one self-contained HTML page: inline CSS, plots as inline SVG drawn with matplotlib, no scripts

@@ -14,7 +14,7 @@ Input files
 
 Nodes
     One Node per row. A GPU node gets the labels the capacity-card plugin discovers cards from
-    (SPEC CARD-1): ``nvidia.com/gpu.product`` (the card name), ``nvidia.com/gpu.count``,
+    (CARD-1): ``nvidia.com/gpu.product`` (the card name), ``nvidia.com/gpu.count``,
     ``nvidia.com/gpu.memory`` (MiB), and allocatable ``nvidia.com/gpu``. The trace's model codes
     (P100, T4, V100M16, V100M32, A10, G1, G2, G3) become card names through ``DEFAULT_MODEL_MAP``;
     ``model_map`` (a dict or a YAML file) overrides entries, each either a card name or
