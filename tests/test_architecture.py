@@ -27,3 +27,16 @@ def test_import_contract_holds() -> None:
             "raise SystemExit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_long_modules_say_why_at_their_top() -> None:
+    """A module over 700 lines is either split along its seams or says at its top why it is one."""
+    src = ROOT / "src" / "tidesched"
+    unexplained = []
+    for path in sorted(src.rglob("*.py")):
+        text = path.read_text()
+        if text.count("\n") > 700:
+            head = text.split('"""', 2)[1] if text.startswith('"""') else ""
+            if "Why one module" not in head:
+                unexplained.append(f"{path.relative_to(ROOT)} ({text.count(chr(10))} lines)")
+    assert not unexplained, unexplained

@@ -17,6 +17,10 @@ One loop over simulated time:
 The result (see ``docs/simulator.md``) holds no wall-clock values: the same scenario and seed
 give byte-identical JSON. Wall time per session is returned beside it in
 :class:`SimulationRun` for people and benchmarks.
+
+Why one module of about 700 lines: it is one loop (``Engine``: events, sessions, applying
+decisions, recording steps, fast-forward) whose steps share the loop's state; its helpers
+(metrics, invariants, world, controllers) are modules of their own already.
 """
 
 from __future__ import annotations

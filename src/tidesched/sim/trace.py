@@ -60,6 +60,10 @@ Queues
     (cpu, memory, ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``) are ``quota_fraction`` × the
     cluster's totals (default 1: the quota never binds and only the cluster's size limits the
     trace).
+
+Why one module of about 700 lines: it reads one file format end to end (the CSV columns, node
+and pod shapes, the Deployments and Jobs they become, the timed events); splitting it would
+spread one format's rules over several files.
 """
 
 from __future__ import annotations

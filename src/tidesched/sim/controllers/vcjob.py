@@ -4,6 +4,9 @@ submission a PodGroup named like the Job with *all* Job annotations and labels, 
 pods (tasks by priority), queue and priority class; pods ``<job>-<task>-<index>`` once the
 PodGroup has left Pending; lifecycle policies and Volcano's job state machine (see the package
 docstring). ``parse_job`` reads and checks a Job.
+
+Why one module of about 700 lines: it is one controller, Volcano's job state machine (phases,
+lifecycle policies, retries, pod creation and clean-up), whose transitions read each other.
 """
 
 from __future__ import annotations
