@@ -90,6 +90,15 @@ def test_queue_tree_depth_first_with_parents() -> None:
     ]
 
 
+
+def test_queue_tree_lists_a_parent_cycle_once_at_the_top_as_the_scheduler_hangs_it() -> None:
+    objs = [node("n1"), queue("a", parent="b"), queue("b", parent="a"), queue("c", parent="a")]
+    ssn = open_session(build_snapshot(objs), config_from_text("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n"))
+    d = run_actions(ssn)
+    view = webview.LiveView().record(ssn, d, quota.report(ssn), session=1, seconds=0.0)
+    order = [(q["name"], q["depth"], q["parent"]) for q in view["queues"]]
+    assert order == [("a", 0, ""), ("c", 1, "a"), ("b", 0, ""), ("default", 0, "")]
+
 RECLAIM = """
 actions: "reclaim"
 tiers:

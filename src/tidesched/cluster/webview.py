@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from tidesched.model.cards import MILLI, CardCatalog
+from tidesched.model.queue_tree import children_of, resolve_parents
 from tidesched.model.resource import CPU
 from tidesched.model.status import TaskStatus
 
@@ -45,24 +46,18 @@ def _round(x: float) -> float:
 
 
 def queue_rows(ssn: Session, report: QuotaReport) -> list[dict[str, Any]]:
-    """Queues in tree order (depth-first from the roots, names sorted), each with its parent,
-    depth and usage per resource. A queue whose parent is unknown hangs under the root."""
+    """Queues in tree order (depth-first from the top, names sorted), each with its parent,
+    depth and usage per resource: the tree of ``model.queue_tree``, whose top level here is
+    every queue without a parent (so Volcano's ``root`` is one of them). A queue whose parent
+    is unknown, or that is on a parent cycle, is at the top level."""
     names = set(ssn.queues) | set(report.queues)
-    parent: dict[str, str] = {}
-    for name in names:
-        q = ssn.queues.get(name)
-        p = (q.parent if q is not None else "") or ""
-        parent[name] = p if p in names and p != name else ""
-    children: dict[str, list[str]] = {}
-    for name in sorted(names):
-        children.setdefault(parent[name], []).append(name)
+    spec_parents = {name: (q.parent if (q := ssn.queues.get(name)) is not None else "") or "" for name in names}
+    resolved, _problems = resolve_parents(spec_parents, "")
+    parent = {name: resolved[name] or "" for name in names}
+    children = children_of(resolved)
     out: list[dict[str, Any]] = []
-    seen: set[str] = set()
 
     def walk(name: str, depth: int) -> None:
-        if name in seen:  # a cycle in spec.parent: each queue once
-            return
-        seen.add(name)
         q = ssn.queues.get(name)
         usage = report.queues.get(name, {})
         out.append(
@@ -86,10 +81,8 @@ def queue_rows(ssn: Session, report: QuotaReport) -> list[dict[str, Any]]:
         for child in children.get(name, []):
             walk(child, depth + 1)
 
-    for root in children.get("", []):
-        walk(root, 0)
-    for name in sorted(names - seen):  # only cycles are left
-        walk(name, 0)
+    for top in children.get("", []):
+        walk(top, 0)
     return out
 
 
