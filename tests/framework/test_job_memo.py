@@ -1,4 +1,4 @@
-"""Per-job memos of session-open values (plugins/shape_memo.py): sessions opened on one cache
+"""Per-job memos of session-open values (framework/job_memo.py): sessions opened on one cache
 over changing jobs must see exactly what a session opened afresh sees."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from builders import node, pod, podgroup, queue
 from tidesched.model.cache import ClusterCache
 from tidesched.model.snapshot import build_snapshot
-from tidesched.framework import job_memo as shape_memo
+from tidesched.framework import job_memo as job_memo_mod
 from tidesched.scheduler import config_from_text, open_session, run_actions
 
 CFG = """
@@ -44,19 +44,19 @@ def _figures(ssn) -> dict:
 
 def _fresh(objs: list[dict]) -> dict:
     """The figures of a session opened afresh, with an empty memo (the memo in use is put back)."""
-    saved = dict(shape_memo._JOBS)
-    shape_memo.forget_all()
+    saved = dict(job_memo_mod._JOBS)
+    job_memo_mod.forget_all()
     try:
         return _figures(open_session(build_snapshot(objs), config_from_text(CFG)))
     finally:
-        shape_memo.forget_all()
-        shape_memo._JOBS.update(saved)
+        job_memo_mod.forget_all()
+        job_memo_mod._JOBS.update(saved)
 
 
 def test_memo_follows_a_job_whose_allocation_changes() -> None:
     config = config_from_text(CFG)
     cache = ClusterCache()
-    shape_memo.forget_all()
+    job_memo_mod.forget_all()
     seen = []
     for bound in (1, 1, 2, 3, 2):
         for obj in _objects(bound):
@@ -75,14 +75,14 @@ def test_memo_follows_a_job_whose_allocation_changes() -> None:
 
 def test_memo_keeps_a_job_until_its_amounts_change() -> None:
     config = config_from_text(CFG)
-    shape_memo.forget_all()
+    job_memo_mod.forget_all()
     ssn = open_session(build_snapshot(_objects(2)), config)
     job = next(j for j in ssn.jobs.values() if j.name == "a")
-    memo = shape_memo.job_memo(job)
+    memo = job_memo_mod.job_memo(job)
     assert "proportion" in memo and "overcommit" in memo and "drf" in memo
-    assert shape_memo.job_memo(job) is memo
+    assert job_memo_mod.job_memo(job) is memo
     job.allocated.add(job.allocated.clone())  # changed in place, as the session does
-    assert shape_memo.job_memo(job) == {}
+    assert job_memo_mod.job_memo(job) == {}
 
 
 def test_a_session_that_allocates_leaves_the_memo_as_it_found_it() -> None:
@@ -90,7 +90,7 @@ def test_a_session_that_allocates_leaves_the_memo_as_it_found_it() -> None:
     allocating to that job must change a copy the session makes, never the memo's."""
     config = config_from_text(CFG)
     cache = ClusterCache()
-    shape_memo.forget_all()
+    job_memo_mod.forget_all()
     for obj in _objects(1):
         key = obj["metadata"]["name"] if obj["kind"] in ("Node", "Queue") else f"ns/{obj['metadata']['name']}"
         cache.update(obj["kind"], key, obj)

@@ -4,7 +4,7 @@
 * ``/healthz`` — the process and its scheduling loop are alive;
 * ``/readyz`` — every informer has synced and, with ``--leader-elect``, we are the leader;
 * ``GET /api/v1/queues`` — per queue × resource (card model): quota, used, inqueue, pending from
-  the latest session (``usage.QuotaReport``), for an upper quota service.
+  the latest session (``explain.quota.QuotaReport``), for an upper quota service.
 
 Metric names carry the ``tidesched_`` prefix; per-queue and cluster gauges are produced from the
 latest report at scrape time, so a deleted queue disappears instead of leaving stale series.

@@ -3,7 +3,7 @@ decided, as one JSON document, and the static page that draws it.
 
 The scheduling loop calls :meth:`LiveView.record` after each session, on its own thread, with
 the session it just closed: everything the page shows is read there from that session (queues
-and their usage from ``usage.QuotaReport``, the queue tree, per-node card usage from the
+and their usage from ``explain.quota.QuotaReport``, the queue tree, per-node card usage from the
 session's node table, the pods left pending with the same reasons ``tidesched explain`` gives)
 and published as one new, never-changed dict. HTTP threads only serialise the latest dict
 (once per session, then cached) — they never touch the cache or a session.

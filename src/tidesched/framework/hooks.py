@@ -31,6 +31,7 @@ from tidesched.framework.queues import KeyedQueue, PriorityQueue
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 
 if TYPE_CHECKING:
+    from tidesched.framework.config import Tier
     from tidesched.model.node_table import NodeTable
 
 # Which config switch gates each hook (None: never gated). Volcano session_plugins.go.
@@ -85,7 +86,7 @@ def compare_task_names(l: TaskInfo, r: TaskInfo) -> int:
 class SessionHooks:
     """The hook registries of a session and the per-tier combination of its plugins' fns."""
 
-    tiers: Any  # the config's tiers (framework.config.Tier), in order
+    tiers: "list[Tier]"
     table: "NodeTable"
 
     def _empty_registries(self) -> None:

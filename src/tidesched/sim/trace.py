@@ -688,7 +688,7 @@ def trace_scenario(
     config_path: str | Path | None = None,
     **load_options: Any,
 ) -> tuple[Scenario, TraceSummary]:
-    """A ready-to-run :class:`~tidesched.sim.scenario.Scenario` for the trace at ``path``.
+    """A ready-to-run :class:`~tidesched.sim.events.Scenario` for the trace at ``path``.
 
     ``load_options`` are those of :func:`load_trace`; ``config_path`` a Volcano scheduler
     config (default: Volcano's default config)."""
