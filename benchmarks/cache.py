@@ -31,7 +31,7 @@ from session import CONFIG, generate  # benchmarks/session.py
 from tidesched.framework.session import Session
 from tidesched.model.cache import ClusterCache
 from tidesched.model.snapshot import build_snapshot
-from tidesched.scheduler import config_from_file, config_from_text, open_session, tune_gc
+from tidesched.scheduler import config_from_file, config_from_text, open_session, run_actions, tune_gc
 
 OURS = ("volcano",)
 
@@ -133,7 +133,7 @@ def main() -> None:
 
     def idle_session() -> Any:
         snapshot, state = idle.open()
-        return open_session(snapshot, config, scheduler_names=OURS, state=state).run()
+        return run_actions(open_session(snapshot, config, scheduler_names=OURS, state=state))
 
     t, _ = timed(idle_session, args.repeat)
     print(f"  whole session, nothing pending           {t * 1000:8.1f} ms")

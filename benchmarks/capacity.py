@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from tidesched.model.snapshot import build_snapshot
-from tidesched.scheduler import config_from_text, open_session
+from tidesched.scheduler import config_from_text, open_session, run_actions
 
 BASE = """
 actions: "enqueue, allocate, backfill"
@@ -131,7 +131,7 @@ def time_session(objs: list[dict[str, Any]], mode: str, repeat: int) -> tuple[fl
     for _ in range(repeat):
         snapshot = build_snapshot(objs)
         t0 = time.perf_counter()
-        decisions = open_session(snapshot, config).run()
+        decisions = run_actions(open_session(snapshot, config))
         times.append(time.perf_counter() - t0)
         placed = len(decisions.bound)
     return statistics.median(times), placed

@@ -22,11 +22,14 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
-from tidesched.actions import ACTIONS, load_all
-from tidesched.actions.victims import order_victims, validate_victims
+from tidesched.actions.victims import validate_victims
+from tidesched.framework.decisions import FitErrors
 from tidesched.framework.placement import no_node_errors
-from tidesched.framework.session import FitErrors, PriorityQueue, Session
+from tidesched.framework.queues import PriorityQueue
+from tidesched.framework.session import Session
 from tidesched.framework.statement import Statement
+from tidesched.framework.victim_order import order_victims
+from tidesched.scheduler import ACTIONS, PLUGINS, load_registries
 from tidesched.model.resource import MIN_RESOURCE
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
 
@@ -711,14 +714,10 @@ def emulating(parts: set[str] | frozenset[str], fired: Fired | None = None,
     """Within the block, tidesched's sessions run v1.7.0's variant of each part named
     (:data:`PARTS`) and report what fired; with ``seed``, vc-scheduler's random choices are
     drawn from ``random.Random(seed)`` (else name order)."""
-    load_all()
+    load_registries()
     fired = fired if fired is not None else Fired()
     saved_actions = {name: ACTIONS[name] for name in ("allocate", "preempt", "reclaim")}
     saved_phase = Session.pod_group_phase
-    from tidesched.framework.plugin import PLUGINS
-    from tidesched.plugins import load_all as load_plugins
-
-    load_plugins()
     saved_plugins = dict(PLUGINS)
     try:
         for part in parts:

@@ -2,7 +2,7 @@
 
 It runs tidesched's own Kubernetes plumbing exactly as ``tidesched run`` does — the same
 kubeconfig (the ServiceAccount's token), the same six informers (so the API server pays the same
-list and watch fan-out), the same lean write path (:class:`~tidesched.kube.binder.Binder` on the
+list and watch fan-out), the same lean write path (:class:`~tidesched.cluster.binder.Binder` on the
 libcurl call loop, ``--bind-workers`` in flight, the same QPS/burst limiter) — but no session:
 every pending pod of ``--scheduler-name`` is bound to the next node in name order, round-robin,
 as soon as the informers show it. No events and no status writes.
@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from tidesched.kube.api import Kube, TokenBucket, connect  # noqa: E402
-from tidesched.kube.binder import Binder  # noqa: E402
-from tidesched.kube.store import NODE, ClusterStore, start_informers  # noqa: E402
+from tidesched.cluster.api import Kube, TokenBucket, connect  # noqa: E402
+from tidesched.cluster.binder import Binder  # noqa: E402
+from tidesched.cluster.store import NODE, ClusterStore, start_informers  # noqa: E402
 from tidesched.scheduler import tune_gc  # noqa: E402
 
 log = logging.getLogger("tidesched.floor")

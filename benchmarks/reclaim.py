@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from tidesched.model.snapshot import build_snapshot
-from tidesched.scheduler import config_from_text, open_session
+from tidesched.scheduler import config_from_text, open_session, run_actions
 from tidesched.sim import bundled_example
 
 H200 = "NVIDIA-H200"
@@ -113,7 +113,7 @@ def main() -> None:
     decisions = None
     for _ in range(args.repeat):
         start = time.perf_counter()
-        decisions = open_session(snapshot, config).run()
+        decisions = run_actions(open_session(snapshot, config))
         times.append(time.perf_counter() - start)
     assert decisions is not None
     evicted = set(decisions.evicted)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tidesched.model.snapshot import build_snapshot
-from tidesched.scheduler import config_from_text, open_session, tune_gc
+from tidesched.scheduler import config_from_text, open_session, run_actions, tune_gc
 
 CONFIG = """
 actions: "enqueue, allocate, backfill"
@@ -160,7 +160,7 @@ def run(n_nodes: int, n_pods: int, nodegroups: bool = False, spread: float = 0.0
     t1 = time.perf_counter()
     ssn = open_session(snapshot, config)
     t2 = time.perf_counter()
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     t3 = time.perf_counter()
     placed = len(decisions.bound)
     session = t3 - t1

@@ -1,4 +1,4 @@
-"""Benchmark: the web view's cost on the scheduling loop (kube/webview.py, issue 14).
+"""Benchmark: the web view's cost on the scheduling loop (cluster/webview.py, issue 14).
 
 After a session on ``benchmarks/session.py``'s generated cluster (N nodes, P pods, many left
 pending), times ``LiveView.record`` (what the loop pays per session: queues, the node grid, the
@@ -19,9 +19,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from session import generate  # noqa: E402
 
-from tidesched.kube import usage, webview  # noqa: E402
+from tidesched.explain import quota  # noqa: E402
+from tidesched.cluster import webview  # noqa: E402
 from tidesched.model.snapshot import build_snapshot  # noqa: E402
-from tidesched.scheduler import open_session, tune_gc  # noqa: E402
+from tidesched.scheduler import open_session, run_actions, tune_gc  # noqa: E402
 
 
 def main() -> None:
@@ -35,9 +36,9 @@ def main() -> None:
     objs = generate(args.nodes, args.pods)
     ssn = open_session(build_snapshot(objs), config_from_file(None))
     t0 = time.perf_counter()
-    d = ssn.run()
+    d = run_actions(ssn)
     session = time.perf_counter() - t0
-    rep = usage.report(ssn)
+    rep = quota.report(ssn)
     live = webview.LiveView()
     live.record(ssn, d, rep, session=1, seconds=session)  # the first pays one-time imports
     t0 = time.perf_counter()

@@ -5,7 +5,7 @@ source of truth: `helm template` with the values below, split back into one file
     python deploy/render.py --check   # exit 1 if a committed file differs from the rendering
 
 Needs the real Helm binary (`python .ci/install_helm.py` puts it beside the venv's Python).
-tests/kube/test_helm_chart.py runs the check.
+tests/cluster/test_helm_chart.py runs the check.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from tidesched.framework.session import Decisions
+from tidesched.framework.decisions import Decisions
 from tidesched.model.loader import Manifest
 from tidesched.model.objects import parse_time
 from tidesched.scheduler import config_from_text, schedule_manifests

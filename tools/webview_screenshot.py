@@ -3,7 +3,7 @@
 The tidal-day example's nodes and workloads are copied ``--copies`` times (nodes renamed, the
 workloads in namespaces of their own, the queues' quotas multiplied), simulated to ``--at``
 (mid-morning: inference reclaiming cards from training), and the session at that moment is turned
-into the web view's document by the same code ``tidesched run`` uses (``kube/webview.py``); the
+into the web view's document by the same code ``tidesched run`` uses (``cluster/webview.py``); the
 latest evictions are the simulation's. The page is served by the same HTTP server and captured
 with headless Chromium. Run by hand::
 
@@ -21,13 +21,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tidesched.kube import usage, webview
-from tidesched.kube.server import HttpServer
+from tidesched.explain import quota
+from tidesched.cluster import webview
+from tidesched.cluster.server import HttpServer
 from tidesched.model.loader import Manifest
-from tidesched.scheduler import open_session
+from tidesched.scheduler import open_session, run_actions
 from tidesched.sim import bundled_example, load_scenario
 from tidesched.sim.runner import Engine
-from tidesched.sim.scenario import Scenario, parse_duration
+from tidesched.sim.events import Scenario
+from tidesched.sim.vocabulary import parse_duration
 from tidesched.sim.world import EPOCH
 
 NODE_ACTIONS = ("cordon", "uncordon", "removeNode")
@@ -99,14 +101,14 @@ def main() -> int:
     sim = engine.run()
     snapshot, state = engine.world.open()
     ssn = open_session(snapshot, engine.config, scheduler_names=sc.scheduler_names, now=EPOCH + at, state=state)
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     live = webview.LiveView()
     for e in sim.result["events"]:  # the day's evictions, oldest first, so the newest ends on top
         if e["kind"] == "Pod" and "evict" in e["reason"].lower():
             live.evictions.appendleft(
                 {"time": EPOCH + e["t"], "pod": f"{e['namespace']}/{e['name']}", "reason": e["message"]}
             )
-    view = live.record(ssn, decisions, usage.report(ssn), session=sim.sessions + 1, seconds=0.0, now=EPOCH + at)
+    view = live.record(ssn, decisions, quota.report(ssn), session=sim.sessions + 1, seconds=0.0, now=EPOCH + at)
     print(f"{len(view['nodes']['nodes'])} nodes, {len(view['queues'])} queues, {view['pending_total']} pending, "
           f"{len(view['evictions'])} evictions listed", file=sys.stderr)
 

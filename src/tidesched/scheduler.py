@@ -7,18 +7,69 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from tidesched.actions import ACTIONS, ARGUMENT_CHECKS, load_all as load_actions
+from tidesched.framework.arguments import Arguments
 from tidesched.framework.config import SchedulerConfig, default_config, load_config, load_config_file
-from tidesched.framework.session import Decisions, Session
+from tidesched.framework.decisions import Decisions
+from tidesched.framework.plugin import Plugin
+from tidesched.framework.session import Session
 from tidesched.model.loader import Manifest
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
 from tidesched.model.state import SessionState
-from tidesched.plugins import load_all as load_plugins
+
+# The registries, by the names a config uses. Volcano's framework keeps them and
+# actions/factory.go and plugins/factory.go fill them; here the scheduler owns them and the
+# framework never imports an action or a plugin. Filled on first use (``load_registries``).
+ACTIONS: dict[str, Callable[[Session], None]] = {}
+# Per action, a function that reads (and so validates) every argument of its
+# ``configurations`` entry; run when a config is loaded (CONF-3), not only in a session.
+ARGUMENT_CHECKS: dict[str, Callable[[Arguments], object]] = {}
+PLUGINS: dict[str, type[Plugin]] = {}
+_loaded = False
+
+
+def load_registries() -> None:
+    """Import every action and plugin module once per process and register them (a test may
+    add its own plugins to ``PLUGINS`` before or after)."""
+    global _loaded
+    if _loaded:
+        return
+    from tidesched.actions import allocate, backfill, enqueue, preempt
+    from tidesched.actions.reclaim import action as reclaim
+    from tidesched.plugins import (
+        binpack,
+        capacity,
+        capacity_card,
+        cardprotect,
+        conformance,
+        drf,
+        gang,
+        nodegroup,
+        nodeorder,
+        overcommit,
+        predicates,
+        priority,
+        proportion,
+        sla,
+    )
+
+    ACTIONS.update({"enqueue": enqueue.execute, "allocate": allocate.execute, "backfill": backfill.execute,
+                    "preempt": preempt.execute, "reclaim": reclaim.execute})
+    ARGUMENT_CHECKS.update({"preempt": preempt.PreemptOptions.from_arguments, "reclaim": reclaim.gang_safe})
+    for cls in (
+        priority.PriorityPlugin, gang.GangPlugin, conformance.ConformancePlugin, predicates.PredicatesPlugin,
+        nodeorder.NodeOrderPlugin, binpack.BinpackPlugin, drf.DrfPlugin, proportion.ProportionPlugin,
+        overcommit.OvercommitPlugin, capacity.CapacityPlugin, capacity_card.CapacityCardPlugin,
+        nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
+    ):
+        assert cls.name and PLUGINS.get(cls.name, cls) is cls, cls.name
+        PLUGINS[cls.name] = cls
+    _loaded = True
 
 
 def tune_gc() -> None:
@@ -46,23 +97,24 @@ def collector_paused() -> Iterator[None]:
 
 
 def known_actions() -> list[str]:
-    load_actions()
+    load_registries()
     return sorted(ACTIONS)
 
 
 def known_plugins() -> list[str]:
-    return sorted(load_plugins())
+    load_registries()
+    return sorted(PLUGINS)
 
 
 def validate_arguments(config: SchedulerConfig) -> SchedulerConfig:
     """Read every plugin's and action's arguments once, so that a bad one is refused when
     the config is loaded, with its line and field, rather than in a session (CONF-3)."""
-    plugins = load_plugins()
+    load_registries()
     for tier in config.tiers:
         for opt in tier.plugins:
             args = opt.args
             try:
-                plugins[opt.name].validate_arguments(args)
+                PLUGINS[opt.name].validate_arguments(args)
             except Exception as exc:  # noqa: BLE001 - REL-1: a message with file and field, no traceback
                 raise args.locate(exc) from None
     for name in config.actions:
@@ -107,9 +159,21 @@ def open_session(
 ) -> Session:
     """A session over ``snapshot``; with ``state`` (a cache's infos for that snapshot) it opens
     on those instead of building them."""
-    load_actions()
-    load_plugins()
-    return Session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state)
+    load_registries()
+    return Session(snapshot, config, plugins=PLUGINS, scheduler_names=scheduler_names, uid=uid, now=now, state=state)
+
+
+def run_actions(ssn: Session, on_action: Callable[[str, float], None] | None = None) -> Decisions:
+    """Run the configured actions over the session in order, then close it. ``on_action``,
+    when given, is called after each action with its name and its duration in seconds
+    (metrics), so no caller needs its own copy of the loop."""
+    load_registries()
+    for name in ssn.config.actions:
+        t0 = time.perf_counter()
+        ACTIONS[name](ssn)
+        if on_action is not None:
+            on_action(name, time.perf_counter() - t0)
+    return ssn.close()
 
 
 def run_session(
@@ -122,7 +186,7 @@ def run_session(
     state: SessionState | None = None,
 ) -> Decisions:
     ssn = open_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state)
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     ssn.release()  # nothing but the decisions is kept: freed at once, not by the cyclic collector
     return decisions
 
@@ -138,4 +202,4 @@ def schedule_manifests(
     seconds since the epoch)."""
     snapshot = build_snapshot(manifests, scheduler_names=scheduler_names)
     ssn = open_session(snapshot, config, scheduler_names=scheduler_names, now=now)
-    return ssn, ssn.run()
+    return ssn, run_actions(ssn)

@@ -1,5 +1,5 @@
 """Scenario 8: the API server restarts while pods keep arriving, and a watch expires (410 Gone after
-etcd compaction): the informers re-list and scheduling goes on (SPEC K8S-1, REL-3)."""
+etcd compaction): the informers re-list and scheduling goes on (K8S-1, REL-3)."""
 
 from __future__ import annotations
 

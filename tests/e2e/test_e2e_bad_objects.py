@@ -1,5 +1,5 @@
 """Scenario 5: bad objects the API server accepts become Warning events, and the scheduler goes on
-placing everything else (SPEC REL-1, DEC-6)."""
+placing everything else (REL-1, DEC-6)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Scenario 9: ``--scheduler-conf`` replaced on disk takes effect; an invalid one is refused and the
-last good one kept (SPEC CONF-3)."""
+last good one kept (CONF-3)."""
 
 from __future__ import annotations
 

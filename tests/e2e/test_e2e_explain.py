@@ -1,7 +1,7 @@
 """``tidesched explain NS/job/NAME --kubeconfig`` against the live cluster: a Volcano Job held back at
 admission by its queue's card quota (so Volcano's job controller has made no pod yet) is explained
 through its PodGroup, with its task role, the reason it is not admitted, and the same quota numbers
-the scheduler serves (SPEC OBS-1, OBS-2)."""
+the scheduler serves (OBS-1, OBS-2)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Scenario 1: a Volcano Job's gang binds all-or-nothing on a real API server, with Volcano's own
-job controller making its PodGroup and pods (SPEC ACT-2, gang plugin)."""
+job controller making its PodGroup and pods (ACT-2, gang plugin)."""
 
 from __future__ import annotations
 

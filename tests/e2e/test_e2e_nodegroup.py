@@ -1,4 +1,4 @@
-"""Node groups on a real API server (SPEC EXT-3): Volcano's nodegroup plugin reading Queue
+"""Node groups on a real API server (EXT-3): Volcano's nodegroup plugin reading Queue
 spec.affinity through the CRD and the nodes' volcano.sh/nodegroup-name label, with seed 003's
 exclusive groups and a pod pinned by scheduling.tidesched.io/node-group."""
 

@@ -1,6 +1,6 @@
 """Scenario 10: health, metrics and the quota API of ``tidesched run``, and ``tidesched quota`` /
 ``tidesched explain --kubeconfig`` against the live cluster, give what the cluster holds
-(SPEC OBS-1, OBS-2)."""
+(OBS-1, OBS-2)."""
 
 from __future__ import annotations
 

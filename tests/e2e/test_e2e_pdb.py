@@ -1,4 +1,4 @@
-"""Scenario 4: a PodDisruptionBudget that allows no disruption stops an eviction (SPEC K8S-2).
+"""Scenario 4: a PodDisruptionBudget that allows no disruption stops an eviction (K8S-2).
 
 The Eviction API answers 429 while the budget allows nothing; the scheduler retries, then gives up
 with an ``EvictionBlocked`` event, and nothing is deleted."""

@@ -1,4 +1,4 @@
-"""Scenario 2: a card-model quota holds on a real API server (SPEC CARD-2, CARD-3, CARD-8)."""
+"""Scenario 2: a card-model quota holds on a real API server (CARD-2, CARD-3, CARD-8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scenarios 6 and 7: failover and crashes lose nothing and bind nothing twice (SPEC K8S-3, REL-3)."""
+"""Scenarios 6 and 7: failover and crashes lose nothing and bind nothing twice (K8S-3, REL-3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scenario 3: the seed's tidal story on a real API server (SPEC TIDE-1..6, DEC-8, K8S-2).
+"""Scenario 3: the seed's tidal story on a real API server (TIDE-1..6, DEC-8, K8S-2).
 
 Training gangs (Volcano Jobs, run by Volcano's own job controller, ``PodEvicted: RestartJob``) fill
 the H200 nodes at night; in the morning ReplicaSet-owned inference pods arrive. Whole training jobs

@@ -29,7 +29,7 @@ from tidesched.model.objects import Pod
 from tidesched.model.resource import Resource
 from tidesched.model.snapshot import ClusterSnapshot, UnknownKindError, build_snapshot
 from tidesched.model.status import ALLOCATED_STATUSES, TaskStatus
-from tidesched.scheduler import config_from_text, open_session
+from tidesched.scheduler import config_from_text, open_session, run_actions
 
 SCHEDULER_NAMES = ("volcano",)
 TOLERANCE = 0.5  # internal units (millicores, bytes, milli-cards): float noise only
@@ -148,7 +148,7 @@ def _in_session_statuses(pod: Pod) -> bool:
 def check_session(snap: ClusterSnapshot, config_name: str) -> Any:
     """Run a session over ``snap`` and check REL-2 on its binds. Returns the decisions."""
     ssn = open_session(snap, config(config_name), scheduler_names=SCHEDULER_NAMES)
-    decisions = ssn.run()
+    decisions = run_actions(ssn)
     pods = {p.key: p for p in snap.pods}
     nodes = {n.name: n for n in snap.nodes}
     new_by_node: dict[str, list[str]] = {}
@@ -311,7 +311,7 @@ def check_cache(objs: Sequence[Any], config_name: str) -> None:
         prefix = f"{p.kind} {key}: "
         assert p.message.startswith(prefix) and _FIELD.match(p.message[len(prefix):]), p.message
     ssn = open_session(snap, config(config_name), scheduler_names=SCHEDULER_NAMES, state=state)
-    ssn.run()
+    run_actions(ssn)
 
 
 # -- scheduler configs --------------------------------------------------------------------------
@@ -321,7 +321,7 @@ def check_config(text: str, objs: Sequence[Any]) -> bool:
     """A config text is accepted or refused with a ConfigError naming the file (and, where a
     field is at fault, its line and field); an accepted one runs a session over ``objs``.
     Returns whether it was accepted."""
-    from tidesched.framework.config import ConfigError
+    from tidesched.framework.arguments import ConfigError
 
     try:
         cfg = config_from_text(text, "fuzz.conf")
@@ -330,7 +330,7 @@ def check_config(text: str, objs: Sequence[Any]) -> bool:
         assert "Traceback" not in str(exc)
         return False
     snap = build_snapshot(objs, scheduler_names=SCHEDULER_NAMES)
-    open_session(snap, cfg, scheduler_names=SCHEDULER_NAMES).run()
+    run_actions(open_session(snap, cfg, scheduler_names=SCHEDULER_NAMES))
     return True
 
 
@@ -345,7 +345,8 @@ def check_simulate(objs: Sequence[Any], duration: float = 900.0) -> bool:
     event naming the file, the object and the field. Returns whether it ran."""
     from tidesched.model.cache import ClusterCache
     from tidesched.sim.runner import run
-    from tidesched.sim.scenario import ScenarioError, scenario_from_manifests
+    from tidesched.sim.vocabulary import ScenarioError
+    from tidesched.sim.scenario import scenario_from_manifests
 
     from tidesched.model.loader import InputError, load_text
 

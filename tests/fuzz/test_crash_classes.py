@@ -16,7 +16,7 @@ from tidesched.model.loader import InputError, load_text
 from tidesched.model.objects import parse_node, parse_pod, parse_podgroup, parse_queue
 from tidesched.model.problems import ObjectError
 from tidesched.model.snapshot import build_snapshot
-from tidesched.scheduler import config_from_text, open_session
+from tidesched.scheduler import config_from_text, open_session, run_actions
 
 import contract
 
@@ -105,7 +105,7 @@ tiers:
       podOwnerReferenceToServiceType:
         Job: 5
 """
-    from tidesched.framework.config import ConfigError
+    from tidesched.framework.arguments import ConfigError
 
     with pytest.raises(ConfigError) as err:
         config_from_text(text, "sched.conf")
@@ -139,7 +139,7 @@ def test_session_over_a_cluster_with_every_bad_annotation_runs() -> None:
                             annotations={"volcano.sh/card.name": "NVIDIA-H200"})]
     snap = build_snapshot(objs)
     assert not snap.problems
-    d = open_session(snap, contract.config("capacity-card")).run()
+    d = run_actions(open_session(snap, contract.config("capacity-card")))
     assert d.bound == {}  # every queue has no usable quota for the model: nothing may be bound
 
 
@@ -155,7 +155,7 @@ def test_affinity_term_lists_of_the_wrong_type_name_the_field(section: str) -> N
     # The session over the rest runs.
     snap = build_snapshot([node("n1"), queue("default", weight=1), podgroup("pg"), p])
     assert len(snap.problems) == 1
-    open_session(snap, contract.config("default")).run()
+    run_actions(open_session(snap, contract.config("default")))
 
 
 @pytest.mark.parametrize("field, value", [("effect", 5), ("key", ["a"]), ("operator", {"x": 1})])

@@ -23,7 +23,8 @@ from tidesched.sim.chaos import (
     to_scenario,
 )
 from tidesched.sim.invariants import InvariantChecker, Violation
-from tidesched.sim.scenario import ScenarioError, load_scenario, scenario_from_mapping
+from tidesched.sim.vocabulary import ScenarioError
+from tidesched.sim.scenario import load_scenario, scenario_from_mapping
 from tidesched.sim.world import controller_owner
 
 BUG = "TEST bug"

@@ -11,7 +11,9 @@ import pytest
 from builders import node
 
 from tidesched.sim.clock import Clock
-from tidesched.sim.controllers import Controllers, Timer, match_policy, parse_job
+from tidesched.sim.controllers import Controllers
+from tidesched.sim.controllers.common import Timer
+from tidesched.sim.controllers.vcjob import match_policy, parse_job
 from tidesched.sim.world import (
     PodFinish,
     PodGone,

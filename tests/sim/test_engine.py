@@ -14,10 +14,10 @@ from builders import BASIC_CONFIG
 from typer.testing import CliRunner
 
 from tidesched.cli import app
-from tidesched.framework.session import Decisions
-from tidesched.sim import bundled_example, result_json, run, simulate
-from tidesched.sim import runner as sim_runner
-from tidesched.sim.scenario import Scenario, load_scenario
+from tidesched.framework.decisions import Decisions
+from tidesched.sim import bundled_example, result_json, run, runner as sim_runner, simulate
+from tidesched.sim.events import Scenario
+from tidesched.sim.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tidesched.sim import bundled_example, simulate
-from tidesched.sim.report import MAX_POINTS, render_html
+from tidesched.sim.report import render_html
+from tidesched.sim.report_plots import MAX_POINTS
 
 H200 = "NVIDIA-H200"
 MIG = "NVIDIA-H200/mig-1g.18gb-mixed"
@@ -245,14 +246,14 @@ def test_engine_result_of_the_bundled_example_renders() -> None:
 
 
 def test_path_columns_read_as_the_per_step_getter() -> None:
-    """``_Series.path`` (one pass per key level, numpy conversion) gives exactly the numbers the
-    per-step getter with ``_num`` gives, for odd values too (strings, None, inf, NaN, lists,
+    """``Series.path`` (one pass per key level, numpy conversion) gives exactly the numbers the
+    per-step getter with ``number`` gives, for odd values too (strings, None, inf, NaN, lists,
     nested non-dict mappings, missing levels)."""
     from collections import OrderedDict
 
     import numpy as np
 
-    from tidesched.sim.report import _num, _Series
+    from tidesched.sim.report_plots import Series, number
 
     odd = [3, 2.5, "4", "x", None, math.inf, -math.inf, math.nan, True, [1], {"a": 1}, " 7 ", 10**400]
     steps: list[dict[str, Any]] = []
@@ -265,7 +266,7 @@ def test_path_columns_read_as_the_per_step_getter() -> None:
         elif i % 11 == 3:
             cards = {"A": None}
         steps.append({"t": float(i), "cards": cards, "pending_pods": v})
-    series = _Series(steps)
+    series = Series(steps)
 
     def dig(s: Any, keys: tuple[str, ...]) -> Any:
         for k in keys:
@@ -274,23 +275,23 @@ def test_path_columns_read_as_the_per_step_getter() -> None:
 
     for keys in (("cards", "A", "capacity"), ("cards", "A", "allocated"), ("pending_pods",), ("cards", "B", "x")):
         for missing in (math.nan, 0.0):
-            want = np.array([_num(dig(s, keys), missing) for s in series.steps], dtype=float)
+            want = np.array([number(dig(s, keys), missing) for s in series.steps], dtype=float)
             got = series.path(*keys, missing=missing)
             assert np.array_equal(got, want, equal_nan=True), keys
     # Plain numbers take numpy's path and agree too.
-    clean = _Series([{"t": float(i), "v": i if i % 3 else None} for i in range(50)])
+    clean = Series([{"t": float(i), "v": i if i % 3 else None} for i in range(50)])
     assert np.array_equal(clean.path("v"), np.array([i if i % 3 else math.nan for i in range(50)]), equal_nan=True)
 
 
 def test_queue_card_lines_ordered_by_peak_then_first_quota() -> None:
-    from tidesched.sim.report import _queue_card_resources, _Series
+    from tidesched.sim.report_plots import Series, queue_card_resources
 
     steps = [
         {"t": 0.0, "queues": {"q": {"allocated": {"cpu": 9, "B": 0}, "quota": {"Z": 0, "Y": 2}}}},
         {"t": 1.0, "queues": {"q": {"allocated": {"B": 3, "A": 3, "C": "junk"}, "quota": {"Z": 1, "X": 5}}}},
         {"t": 2.0, "queues": {"q": {"allocated": {"C": 7}, "quota": {"W": 1}}}},
     ]
-    assert _queue_card_resources(_Series(steps), "q") == (["C", "A", "B"], 4)  # Y, Z, X, W not shown
+    assert queue_card_resources(Series(steps), "q") == (["C", "A", "B"], 4)  # Y, Z, X, W not shown
     quota_only = [{"t": 0.0, "queues": {"q": {"quota": {"Z": 0, "Y": 2}}}},
                   {"t": 1.0, "queues": {"q": {"quota": {"Z": 1, "X": 5, "W": 1, "V": 1}}}}]
-    assert _queue_card_resources(_Series(quota_only), "q") == (["Y", "Z", "X", "W"], 1)
+    assert queue_card_resources(Series(quota_only), "q") == (["Y", "Z", "X", "W"], 1)

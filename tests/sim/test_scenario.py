@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tidesched.sim.scenario import Scenario, ScenarioError, load_scenario, make_event, parse_duration
+from tidesched.sim.events import Scenario, make_event
+from tidesched.sim.vocabulary import ScenarioError, parse_duration
+from tidesched.sim.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 

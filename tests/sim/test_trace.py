@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from tidesched.model.snapshot import build_snapshot
-from tidesched.sim import trace as tr
-from tidesched.sim import scenario as sc
-from tidesched.sim.scenario import TimedEvent
+from tidesched.sim import events as ev, scenario as sc, trace as tr, vocabulary as vocab
+from tidesched.sim.events import TimedEvent
 from tidesched.sim.trace import TraceError, load_trace
 
 REAL = Path(__file__).resolve().parents[3] / "shared" / "traces" / "alibaba-gpu-v2023"
@@ -358,13 +357,13 @@ def test_events_are_scenario_events_and_duration_annotation_matches(tmp_path: Pa
     _o, events = load_trace(write_trace(tmp_path))
     assert all(isinstance(e, TimedEvent) for e in events)
     assert {e.action for e in events} == {"submit", "delete"}
-    assert tr.DURATION_ANNOTATION == sc.DURATION_ANNOTATION
-    assert all(sc.object_kind(e.args["objects"][0].obj) in ("Job", "Deployment") for e in events if e.action == "submit")
+    assert tr.DURATION_ANNOTATION == vocab.DURATION_ANNOTATION
+    assert all(ev.object_kind(e.args["objects"][0].obj) in ("Job", "Deployment") for e in events if e.action == "submit")
 
 
 def test_trace_scenario_is_ready_to_run(tmp_path: Path) -> None:
     scenario, summary = tr.trace_scenario(write_trace(tmp_path), fill=True, schedule_period=2.0, name="t")
-    assert isinstance(scenario, sc.Scenario) and scenario.name == "t" and scenario.schedule_period == 2.0
+    assert isinstance(scenario, ev.Scenario) and scenario.name == "t" and scenario.schedule_period == 2.0
     assert len(scenario.objects) == 4 + 2  # nodes + queues
     assert len([e for e in scenario.events if e.action == "submit"]) == summary.pods == 6
 
@@ -455,6 +454,6 @@ def test_a_scenario_file_names_a_trace(tmp_path: Path) -> None:
 def test_a_bad_trace_entry_is_refused_with_its_field(tmp_path: Path, trace: str, message: str) -> None:
     write_trace(tmp_path / "trace")
     (tmp_path / "scenario.yaml").write_text(f"name: replay\ntrace: {trace}\n")
-    with pytest.raises(sc.ScenarioError, match=message) as err:
+    with pytest.raises(vocab.ScenarioError, match=message) as err:
         sc.load_scenario(tmp_path / "scenario.yaml")
     assert "trace" in str(err.value)

@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from tidesched.cli import app
-from tidesched.sim.scenario import DURATION_ANNOTATION
+from tidesched.sim.vocabulary import DURATION_ANNOTATION
 from tidesched.sim.whatif import WhatIfError, cluster_objects, from_dump, run_whatif
 
 ROOT = Path(__file__).resolve().parents[2]

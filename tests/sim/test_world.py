@@ -7,7 +7,7 @@ from typing import Any
 
 from builders import node, pod, podgroup, queue
 
-from tidesched.framework.session import Decisions
+from tidesched.framework.decisions import Decisions
 from tidesched.model.status import TaskStatus
 from tidesched.sim.clock import Clock
 from tidesched.sim.metrics import Accounting, EventLog, mean, percentile

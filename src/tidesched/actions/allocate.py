@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidesched.actions import register_action
 from tidesched.framework.placement import choose_node, no_node_errors
-from tidesched.framework.session import FitErrors, KeyedQueue, PriorityQueue
+from tidesched.framework.decisions import FitErrors
+from tidesched.framework.queues import KeyedQueue, PriorityQueue
 from tidesched.framework.statement import Statement
 from tidesched.model.status import PodGroupPhase, TaskStatus
 
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from tidesched.model.infos import JobInfo, QueueInfo
 
 
-@register_action("allocate")
 def execute(ssn: "Session") -> None:
     has_enqueue = "enqueue" in ssn.config.actions
     queues = PriorityQueue(ssn.queue_order_less)

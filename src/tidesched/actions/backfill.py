@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidesched.actions import register_action
 from tidesched.framework.placement import best_node, feasible_nodes, no_node_errors
-from tidesched.framework.session import FitErrors, KeyedQueue, PriorityQueue
+from tidesched.framework.decisions import FitErrors
+from tidesched.framework.queues import KeyedQueue, PriorityQueue
 from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
@@ -58,7 +58,6 @@ def _pending_best_effort(ssn: "Session") -> list["TaskInfo"]:
     return ordered
 
 
-@register_action("backfill")
 def execute(ssn: "Session") -> None:
     table = ssn.table
     for task in _pending_best_effort(ssn):

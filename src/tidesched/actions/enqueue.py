@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidesched.actions import register_action
-from tidesched.framework.session import PriorityQueue
+from tidesched.framework.queues import PriorityQueue
 from tidesched.model.status import PodGroupPhase
 
 if TYPE_CHECKING:
@@ -18,7 +17,6 @@ if TYPE_CHECKING:
     from tidesched.model.infos import JobInfo
 
 
-@register_action("enqueue")
 def execute(ssn: "Session") -> None:
     queues = PriorityQueue(ssn.queue_order_less)
     seen: set[str] = set()

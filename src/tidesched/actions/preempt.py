@@ -52,27 +52,26 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from tidesched.actions import ARGUMENT_CHECKS, register_action
 from tidesched.actions.pdb import BudgetView, budget_view
 from tidesched.actions.victims import (
     TentativeEvictions,
     candidate_nodes,
-    eviction_reason,
     fits_now,
     node_tasks_sorted,
-    order_victims,
     validate_victims,
 )
-from tidesched.framework.session import PriorityQueue
+from tidesched.framework.reasons import PREEMPT, eviction_reason
+from tidesched.framework.victim_order import order_victims
+from tidesched.framework.queues import PriorityQueue
 from tidesched.framework.statement import Statement
 from tidesched.model.status import PREEMPTABLE_STATUSES, TaskStatus
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 
-ACTION = "preempt"
+ACTION = PREEMPT
 # Volcano adds MaxInt32+1 per victim to the priority sum so that more victims always cost
 # more, even with negative priorities.
 _PRIORITY_OFFSET = 2**31
@@ -110,10 +109,8 @@ class PreemptOptions:
         return max(0, min(n, nodes))
 
 
-ARGUMENT_CHECKS[ACTION] = PreemptOptions.from_arguments
 
 
-@register_action(ACTION)
 def execute(ssn: "Session") -> None:
     opts = PreemptOptions.from_session(ssn)
     preemptor_jobs: dict[str, PriorityQueue] = {}
@@ -249,7 +246,7 @@ def _normal(
         for victim in order_victims(ssn, victims, preemptor):
             if fits:
                 break
-            node_stmt.evict(victim, eviction_reason(ACTION, preemptor, node))
+            node_stmt.evict(victim, eviction_reason(ACTION, preemptor.key, node))
             fits = fits_now(ssn, queue, preemptor, row)
         if fits:
             node_stmt.pipeline(preemptor, node)
@@ -410,7 +407,7 @@ def _topology_aware(
     best = min(plans, key=lambda p: plan_key(ssn, p))
     node_stmt = Statement(ssn)
     for victim in order_victims(ssn, best.victims, preemptor):
-        node_stmt.evict(victim, eviction_reason(ACTION, preemptor, best.name))
+        node_stmt.evict(victim, eviction_reason(ACTION, preemptor.key, best.name))
     # Volcano re-checks the node with the preempt predicate before pipelining.
     if candidate_nodes(ssn, preemptor, ssn.predicate(preemptor))[best.row]:
         node_stmt.pipeline(preemptor, best.name)

@@ -1,4 +1,4 @@
-"""Scheduler configuration in Volcano's format (SPEC CONF-1, CONF-3).
+"""Scheduler configuration in Volcano's format (CONF-1, CONF-3).
 
 The accepted document is the one ``volcano-scheduler`` reads from ``--scheduler-conf``::
 
@@ -36,15 +36,24 @@ Volcano's Go unit tests build by hand.
 
 from __future__ import annotations
 
-import difflib
-import math
 import os
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import Node, ScalarNode
+
+from tidesched.framework.arguments import Arguments, ConfigError, Origin
+from tidesched.framework.config_yaml import (
+    BOOL_TAG,
+    STR_TAG,
+    Reader,
+    closest,
+    construct,
+    is_null,
+    node_kind,
+    select_config,
+)
 
 __all__ = [
     "HOOKS",
@@ -52,9 +61,6 @@ __all__ = [
     "VOLCANO_SWITCH_KEYS",
     "SWITCH_KEYS",
     "DEFAULT_CONFIG_TEXT",
-    "ConfigError",
-    "Origin",
-    "Arguments",
     "PluginOption",
     "Tier",
     "SchedulerConfig",
@@ -141,197 +147,6 @@ tiers:
 """
 
 _TOP_LEVEL_KEYS = ("actions", "tiers", "configurations", "metrics")
-
-
-# --------------------------------------------------------------------------------------------
-# Errors and origins
-# --------------------------------------------------------------------------------------------
-
-
-class ConfigError(ValueError):
-    """A configuration that must not be used.
-
-    ``str(err)`` reads ``<source>:<line>: <field>: <reason>``; parts that are unknown are left
-    out.  ``line`` is 1-based.
-    """
-
-    def __init__(
-        self,
-        reason: str,
-        *,
-        source: str | None = None,
-        line: int | None = None,
-        field: str | None = None,
-    ) -> None:
-        self.reason = reason
-        self.source = source
-        self.line = line
-        self.field = field
-        super().__init__(self._render())
-
-    def _render(self) -> str:
-        location = ""
-        if self.source is not None:
-            location = self.source if self.line is None else f"{self.source}:{self.line}"
-        elif self.line is not None:
-            location = f"line {self.line}"
-        parts = [p for p in (location, self.field) if p]
-        parts.append(self.reason)
-        return ": ".join(parts)
-
-
-@dataclass(frozen=True)
-class Origin:
-    """Where a piece of configuration came from, for error messages."""
-
-    source: str
-    line: int | None
-    path: str
-
-
-# --------------------------------------------------------------------------------------------
-# Arguments
-# --------------------------------------------------------------------------------------------
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{type(value).__name__} {text}"
-
-
-class Arguments(Mapping[str, Any]):
-    """Read-only ``arguments:`` map of a plugin or action, with typed getters.
-
-    A getter returns ``default`` when the key is absent or null.  A value of the wrong type is
-    a :class:`ConfigError` naming the owner and key (upstream only logs a warning and keeps
-    the default, which hides typos such as a quoted number).  Types follow upstream's
-    ``framework/arguments.go``: ints for ``get_int``, ints or floats for ``get_float``, real
-    booleans for ``get_bool`` and strings for ``get_str``; strings are never parsed.
-    Keys may contain dots (``leastrequested.weight``); they are plain keys, not paths.
-    """
-
-    __slots__ = ("_data", "_owner", "_origin", "_lines")
-
-    def __init__(
-        self,
-        data: Mapping[str, Any] | None = None,
-        *,
-        owner: str = "arguments",
-        origin: Origin | None = None,
-        lines: Mapping[str, int] | None = None,
-    ) -> None:
-        self._data: dict[str, Any] = dict(data or {})
-        self._owner = owner
-        self._origin = origin
-        self._lines: dict[str, int] = dict(lines or {})
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return f"Arguments({self._data!r}, owner={self._owner!r})"
-
-    @property
-    def owner(self) -> str:
-        return self._owner
-
-    def locate(self, exc: Exception) -> ConfigError:
-        """``exc`` from reading these arguments, placed at their file, line and field: a
-        plugin's own check may raise a ConfigError without a location (or, by mistake, any
-        exception); the operator still gets one message naming where to look."""
-        if isinstance(exc, ConfigError):
-            if exc.source is not None or self._origin is None:
-                return exc
-            reason, sub = exc.reason, exc.field or ""
-        else:
-            reason, sub = f"{self._owner}: invalid arguments: {type(exc).__name__}: {exc}", ""
-        if self._origin is None:
-            return ConfigError(reason, field=sub or None)
-        key = sub[len("arguments["):].split("]", 1)[0].strip("'\"") if sub.startswith("arguments[") else ""
-        field = self._origin.path + (sub[len("arguments"):] if sub.startswith("arguments") else (f".{sub}" if sub else ""))
-        return ConfigError(reason, source=self._origin.source, line=self._lines.get(key, self._origin.line), field=field)
-
-    def _bad(self, key: str, expected: str, value: Any, hint: str = "") -> ConfigError:
-        reason = f"{self._owner}: expected {expected}, got {_describe(value)}{hint}"
-        if self._origin is None:
-            return ConfigError(reason, field=f"arguments[{key!r}]")
-        return ConfigError(
-            reason,
-            source=self._origin.source,
-            line=self._lines.get(key, self._origin.line),
-            field=f"{self._origin.path}[{key!r}]",
-        )
-
-    def _lookup(self, key: str) -> Any:
-        return self._data.get(key)
-
-    @staticmethod
-    def _quoted_hint(value: Any) -> str:
-        if isinstance(value, str):
-            return " (write the value without quotes)"
-        return ""
-
-    def get_int(self, key: str, default: int) -> int:
-        value = self._lookup(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._bad(key, "an integer", value, self._quoted_hint(value))
-        return value
-
-    def get_float(self, key: str, default: float) -> float:
-        value = self._lookup(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self._bad(key, "a number", value, self._quoted_hint(value))
-        return float(value)
-
-    def get_bool(self, key: str, default: bool) -> bool:
-        value = self._lookup(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise self._bad(key, "true or false", value, self._quoted_hint(value))
-        return value
-
-    def get_str(self, key: str, default: str) -> str:
-        value = self._lookup(key)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            raise self._bad(key, "a string", value, " (quote the value)")
-        return value
-
-    def bad_value(self, key: str, expected: str, value: Any) -> ConfigError:
-        """The error for a value of the right type that a plugin still refuses (its range)."""
-        return self._bad(key, expected, value)
-
-    def get_str_list(self, key: str, default: Sequence[str] = ()) -> list[str]:
-        """A list of strings (e.g. ``protectedModels``)."""
-        value = self._lookup(key)
-        if value is None:
-            return list(default)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self._bad(key, "a list of strings", value)
-        return list(value)
-
-    def get_mapping(self, key: str, default: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """A nested mapping argument (e.g. ``podOwnerReferenceToServiceType``)."""
-        value = self._lookup(key)
-        if value is None:
-            return dict(default or {})
-        if not isinstance(value, Mapping):
-            raise self._bad(key, "a mapping", value)
-        return dict(value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -457,249 +272,20 @@ class SchedulerConfig:
 
 
 # --------------------------------------------------------------------------------------------
-# YAML plumbing
-# --------------------------------------------------------------------------------------------
-
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-_BOOL_TAG = "tag:yaml.org,2002:bool"
-_NULL_TAG = "tag:yaml.org,2002:null"
-_STR_TAG = "tag:yaml.org,2002:str"
-
-
-class _ValueConstructor(yaml.constructor.SafeConstructor):
-    """Builds argument values the way Go's yaml decoder sees them in an ``interface{}``."""
-
-    def construct_yaml_timestamp(self, node: Node) -> Any:  # type: ignore[override]
-        # yaml.v2 only decodes timestamps into time.Time fields; in a free map they stay text.
-        return self.construct_scalar(node)  # type: ignore[arg-type]
-
-
-_ValueConstructor.add_constructor("tag:yaml.org,2002:timestamp", _ValueConstructor.construct_yaml_timestamp)
-
-
-def _construct(node: Node) -> Any:
-    return _ValueConstructor().construct_document(node)
-
-
-def _safe_construct(node: Node) -> Any:
-    """_construct for messages: never raises, falls back to the raw text."""
-    try:
-        return _construct(node)
-    except yaml.YAMLError:
-        return getattr(node, "value", None)
-
-
-def _closest(word: str, candidates: Collection[str]) -> str:
-    lowered = {c.lower(): c for c in candidates}
-    if word.lower() in lowered:
-        return f'; did you mean "{lowered[word.lower()]}"?'
-    match = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.75)
-    return f'; did you mean "{match[0]}"?' if match else ""
-
-
-class _Reader:
-    """Walks a composed YAML node tree, keeping file/line context for messages."""
-
-    def __init__(self, source: str, line_offset: int) -> None:
-        self.source = source
-        self.line_offset = line_offset
-        self.warnings: list[str] = []
-
-    def line(self, node: Node) -> int:
-        return node.start_mark.line + 1 + self.line_offset
-
-    def error(self, node: Node | None, path: str | None, reason: str) -> ConfigError:
-        return ConfigError(reason, source=self.source, line=None if node is None else self.line(node), field=path)
-
-    def warn(self, node: Node, path: str, message: str) -> None:
-        self.warnings.append(f"{self.source}:{self.line(node)}: {path}: {message}")
-
-    def mapping(self, node: Node, path: str, what: str = "a mapping") -> list[tuple[str, Node, Node]]:
-        """Key/value pairs of a mapping node; duplicate keys are an error, as in yaml.v2."""
-        if not isinstance(node, MappingNode):
-            raise self.error(node, path, f"expected {what}, got {_kind(node)}")
-        seen: dict[str, Node] = {}
-        for key_node, _ in node.value:
-            if isinstance(key_node, ScalarNode) and key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.key(key_node, path)
-            if key in seen:
-                raise self.error(
-                    key_node, path, f"duplicate key {key!r} (first at line {self.line(seen[key])})"
-                )
-            seen[key] = key_node
-        # Resolve "<<" merge keys; explicit keys come last and therefore win.
-        try:
-            yaml.constructor.SafeConstructor().flatten_mapping(node)
-        except yaml.MarkedYAMLError as exc:
-            raise self.error(node, path, f"invalid merge key: {exc.problem}") from None
-        pairs: dict[str, tuple[Node, Node]] = {}
-        for key_node, value_node in node.value:
-            pairs[self.key(key_node, path)] = (key_node, value_node)
-        return [(k, kn, vn) for k, (kn, vn) in pairs.items()]
-
-    def key(self, node: Node, path: str) -> str:
-        if not isinstance(node, ScalarNode):
-            raise self.error(node, path, f"mapping keys must be scalars, got {_kind(node)}")
-        # Go decodes any scalar key into a string field by its text.
-        return str(node.value)
-
-    def sequence(self, node: Node, path: str) -> list[Node]:
-        if _is_null(node):
-            return []
-        if not isinstance(node, SequenceNode):
-            raise self.error(node, path, f"expected a list, got {_kind(node)}")
-        return list(node.value)
-
-    def text(self, node: Node, path: str) -> str:
-        if not isinstance(node, ScalarNode) or _is_null(node):
-            raise self.error(node, path, f"expected a string, got {_kind(node)}")
-        return str(node.value)
-
-    def value_tree(self, node: Node, path: str) -> Any:
-        """Plain Python value of a subtree; duplicate keys anywhere below are errors."""
-        if isinstance(node, MappingNode):
-            for key, _, child in self.mapping(node, path):
-                self.value_tree(child, f"{path}[{key!r}]")
-        elif isinstance(node, SequenceNode):
-            for i, child in enumerate(node.value):
-                self.value_tree(child, f"{path}[{i}]")
-        try:
-            return _construct(node)
-        except yaml.MarkedYAMLError as exc:
-            raise self.error(node, path, f"cannot read value: {exc.problem}") from None
-
-
-def _is_null(node: Node) -> bool:
-    return isinstance(node, ScalarNode) and node.tag == _NULL_TAG
-
-
-def _kind(node: Node) -> str:
-    if isinstance(node, MappingNode):
-        return "a mapping"
-    if isinstance(node, SequenceNode):
-        return "a list"
-    if _is_null(node):
-        return "null"
-    value = _safe_construct(node)
-    if isinstance(value, bool):
-        return f"boolean {node.value}"
-    if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value)):
-        return f"number {node.value}"
-    return f"string {node.value!r}"
-
-
-def _compose_all(text: str, source: str, line_offset: int) -> list[Node]:
-    try:
-        return [doc for doc in yaml.compose_all(text, Loader=_Loader) if doc is not None]
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = None if mark is None else mark.line + 1 + line_offset
-        problem = exc.problem or exc.context or "malformed document"
-        if exc.context and exc.problem:
-            problem = f"{problem} ({exc.context})"
-        raise ConfigError(f"invalid YAML: {problem}", source=source, line=line) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"invalid YAML: {exc}", source=source) from None
-
-
-# --------------------------------------------------------------------------------------------
-# Finding the scheduler configuration (bare file or ConfigMap)
-# --------------------------------------------------------------------------------------------
-
-
-def _configmap_entries(reader: _Reader, doc: Node) -> list[tuple[str, Node]] | None:
-    """``*.conf`` entries of a ConfigMap document, or None when ``doc`` is not a ConfigMap."""
-    if not isinstance(doc, MappingNode):
-        return None
-    pairs = {k: v for k, _, v in reader.mapping(doc, "")}
-    kind = pairs.get("kind")
-    if not (isinstance(kind, ScalarNode) and kind.value == "ConfigMap"):
-        return None
-    data = pairs.get("data")
-    if data is None or _is_null(data):
-        return []
-    return [(k, v) for k, _, v in reader.mapping(data, "data") if k.endswith(".conf")]
-
-
-def _select(
-    text: str, source: str, conf_key: str | None
-) -> tuple[Node | None, str, int]:
-    """Return (root node of the scheduler config, source label, line offset)."""
-    outer = _Reader(source, 0)
-    docs = _compose_all(text, source, 0)
-    if not docs:
-        return None, source, 0
-
-    entries: list[tuple[str, Node]] = []
-    saw_configmap = False
-    for doc in docs:
-        found = _configmap_entries(outer, doc)
-        if found is not None:
-            saw_configmap = True
-            entries.extend(found)
-
-    if not saw_configmap:
-        if len(docs) > 1:
-            raise ConfigError(
-                f"{len(docs)} YAML documents found; expected one scheduler configuration",
-                source=source,
-                line=outer.line(docs[1]),
-            )
-        return docs[0], source, 0
-
-    if conf_key is not None:
-        entries = [(k, v) for k, v in entries if k == conf_key]
-        if not entries:
-            raise ConfigError(f"ConfigMap has no data key {conf_key!r}", source=source)
-    if not entries:
-        raise ConfigError("ConfigMap has no data key ending in '.conf'", source=source)
-    if len(entries) > 1:
-        keys = ", ".join(k for k, _ in entries)
-        raise ConfigError(
-            f"several scheduler configurations in ConfigMap data ({keys}); pass conf_key to choose",
-            source=source,
-            line=outer.line(entries[1][1]),
-        )
-    key, node = entries[0]
-    if not isinstance(node, ScalarNode) or _is_null(node):
-        raise outer.error(node, f"data[{key!r}]", f"expected the configuration text, got {_kind(node)}")
-    inner_text = str(node.value)
-    if node.style == "|":
-        # Literal block content starts on the line after the indicator and keeps its line
-        # breaks, so inner line N is outer line (indicator line + N).
-        return _root_of(inner_text, source, node.start_mark.line + 1), source, node.start_mark.line + 1
-    label = f"{source}[{key}]"
-    return _root_of(inner_text, label, 0), label, 0
-
-
-def _root_of(text: str, source: str, line_offset: int) -> Node | None:
-    docs = _compose_all(text, source, line_offset)
-    if len(docs) > 1:
-        raise ConfigError(
-            f"{len(docs)} YAML documents found; expected one scheduler configuration",
-            source=source,
-            line=docs[1].start_mark.line + 1 + line_offset,
-        )
-    return docs[0] if docs else None
-
-
-# --------------------------------------------------------------------------------------------
 # Parsing
 # --------------------------------------------------------------------------------------------
 
 
-def _parse_switch(reader: _Reader, key: str, node: Node, path: str) -> bool | None:
-    if _is_null(node):
+def _parse_switch(reader: Reader, key: str, node: Node, path: str) -> bool | None:
+    if is_null(node):
         return None  # "enableX:" with no value leaves the pointer unset in Go
     if isinstance(node, ScalarNode):
-        if node.tag == _BOOL_TAG:
-            return bool(_construct(node))
+        if node.tag == BOOL_TAG:
+            return bool(construct(node))
         # yaml.v2 also resolves plain y/Y/n/N as booleans; PyYAML does not.
-        if node.style in (None, "") and node.tag == _STR_TAG and node.value in ("y", "Y", "n", "N"):
+        if node.style in (None, "") and node.tag == STR_TAG and node.value in ("y", "Y", "n", "N"):
             return node.value in ("y", "Y")
-    raise reader.error(node, f"{path}.{key}", f"expected true or false, got {_kind(node)}")
+    raise reader.error(node, f"{path}.{key}", f"expected true or false, got {node_kind(node)}")
 
 
 # Volcano's plugins (its plugins/factory.go, master) that tidesched does not implement: named as
@@ -712,7 +298,7 @@ PLUGINS_DOC = 'docs/operations.md, "Replacing vc-scheduler in a Volcano install"
 
 
 def _parse_plugin(
-    reader: _Reader,
+    reader: Reader,
     node: Node,
     path: str,
     known_plugins: Collection[str] | None,
@@ -732,11 +318,11 @@ def _parse_plugin(
                     reason = (f'plugin "{name}" is one of Volcano\'s that tidesched does not implement '
                               f"(supported: {supported}); remove it or see {PLUGINS_DOC}")
                 else:
-                    reason = f'unknown plugin "{name}" (known: {supported})' + _closest(name, known_plugins)
+                    reason = f'unknown plugin "{name}" (known: {supported})' + closest(name, known_plugins)
                 raise reader.error(value_node, f"{path}.name", reason)
             continue
         if key == "arguments":
-            if _is_null(value_node):
+            if is_null(value_node):
                 continue
             for arg, arg_key_node, arg_node in reader.mapping(value_node, f"{path}.arguments"):
                 arguments[arg] = reader.value_tree(arg_node, f"{path}.arguments[{arg!r}]")
@@ -748,7 +334,7 @@ def _parse_plugin(
                 reader.warn(key_node, f"{path}.{key}", _OBSOLETE_PLUGIN_KEYS[key])
             else:
                 known_keys = ["name", "arguments", *SWITCH_KEYS]
-                reader.warn(key_node, f"{path}.{key}", "unknown key, ignored" + _closest(key, known_keys))
+                reader.warn(key_node, f"{path}.{key}", "unknown key, ignored" + closest(key, known_keys))
             continue
         value = _parse_switch(reader, key, value_node, path)
         if hook in switch_keys:
@@ -782,7 +368,7 @@ def _parse_plugin(
     )
 
 
-def _parse_actions(reader: _Reader, node: Node, known_actions: Collection[str] | None) -> list[str]:
+def _parse_actions(reader: Reader, node: Node, known_actions: Collection[str] | None) -> list[str]:
     raw = reader.text(node, "actions")
     actions: list[str] = []
     for i, part in enumerate(raw.split(",")):
@@ -794,7 +380,7 @@ def _parse_actions(reader: _Reader, node: Node, known_actions: Collection[str] |
                 node,
                 f"actions[{i}]",
                 f'unknown action "{name}" (known: {", ".join(sorted(known_actions))})'
-                + _closest(name, known_actions),
+                + closest(name, known_actions),
             )
         if name in actions:
             reader.warn(node, f"actions[{i}]", f'action "{name}" listed more than once; it runs each time')
@@ -803,13 +389,13 @@ def _parse_actions(reader: _Reader, node: Node, known_actions: Collection[str] |
 
 
 def _parse_tiers(
-    reader: _Reader, node: Node, known_plugins: Collection[str] | None
+    reader: Reader, node: Node, known_plugins: Collection[str] | None
 ) -> list[Tier]:
     tiers: list[Tier] = []
     first_seen: dict[str, PluginOption] = {}
     for t, tier_node in enumerate(reader.sequence(node, "tiers")):
         tier_path = f"tiers[{t}]"
-        if _is_null(tier_node):
+        if is_null(tier_node):
             reader.warn(tier_node, tier_path, "empty tier")
             tiers.append(Tier())
             continue
@@ -818,7 +404,7 @@ def _parse_tiers(
             if key == "plugins":
                 plugins_node = value_node
             else:
-                reader.warn(key_node, f"{tier_path}.{key}", "unknown key, ignored" + _closest(key, ["plugins"]))
+                reader.warn(key_node, f"{tier_path}.{key}", "unknown key, ignored" + closest(key, ["plugins"]))
         plugins: list[PluginOption] = []
         plugin_nodes = [] if plugins_node is None else reader.sequence(plugins_node, f"{tier_path}.plugins")
         if not plugin_nodes:
@@ -841,7 +427,7 @@ def _parse_tiers(
     return tiers
 
 
-def _check_drf_hierarchy(reader: _Reader, tier_node: Node, path: str, plugins: list[PluginOption]) -> None:
+def _check_drf_hierarchy(reader: Reader, tier_node: Node, path: str, plugins: list[PluginOption]) -> None:
     # Hierarchical drf and proportion both order queues; upstream refuses them in one tier.
     hdrf = next((p for p in plugins if p.name == "drf" and p.switches["hierarchy"] is True), None)
     if hdrf is not None and any(p.name == "proportion" for p in plugins):
@@ -855,7 +441,7 @@ def _check_drf_hierarchy(reader: _Reader, tier_node: Node, path: str, plugins: l
 
 
 def _parse_configurations(
-    reader: _Reader,
+    reader: Reader,
     node: Node,
     known_actions: Collection[str] | None,
     actions: list[str],
@@ -876,16 +462,16 @@ def _parse_configurations(
                         value_node,
                         f"{path}.name",
                         f'unknown action "{name}" (known: {", ".join(sorted(known_actions))})'
-                        + _closest(name, known_actions),
+                        + closest(name, known_actions),
                     )
             elif key == "arguments":
-                if _is_null(value_node):
+                if is_null(value_node):
                     continue
                 for arg, arg_key_node, arg_node in reader.mapping(value_node, f"{path}.arguments"):
                     arguments[arg] = reader.value_tree(arg_node, f"{path}.arguments[{arg!r}]")
                     arg_lines[arg] = reader.line(arg_key_node)
             else:
-                reader.warn(key_node, f"{path}.{key}", "unknown key, ignored" + _closest(key, ["name", "arguments"]))
+                reader.warn(key_node, f"{path}.{key}", "unknown key, ignored" + closest(key, ["name", "arguments"]))
         if name is None:
             raise reader.error(entry, f"{path}.name", "missing action name")
         if name in configurations:
@@ -900,15 +486,15 @@ def _parse_configurations(
     return configurations, origins, lines
 
 
-def _parse_metrics(reader: _Reader, node: Node) -> dict[str, str]:
-    if _is_null(node):
+def _parse_metrics(reader: Reader, node: Node) -> dict[str, str]:
+    if is_null(node):
         return {}
     metrics: dict[str, str] = {}
     for key, _, value_node in reader.mapping(node, "metrics"):
         if not isinstance(value_node, ScalarNode):
-            raise reader.error(value_node, f"metrics[{key!r}]", f"expected a string, got {_kind(value_node)}")
+            raise reader.error(value_node, f"metrics[{key!r}]", f"expected a string, got {node_kind(value_node)}")
         # Upstream decodes metrics into map[string]string: scalars keep their text.
-        metrics[key] = "" if _is_null(value_node) else str(value_node.value)
+        metrics[key] = "" if is_null(value_node) else str(value_node.value)
     return metrics
 
 
@@ -927,8 +513,8 @@ def load_config(
     ``known_plugins`` are the names this build implements; ``None`` skips that check.
     Plugin switches are defaulted as upstream does.  Raises :class:`ConfigError`.
     """
-    root, label, offset = _select(text, source, conf_key)
-    reader = _Reader(label, offset)
+    root, label, offset = select_config(text, source, conf_key)
+    reader = Reader(label, offset)
     if root is None:
         raise ConfigError("empty configuration: 'actions' and 'tiers' are required", source=label, line=1 + offset)
 
@@ -937,10 +523,10 @@ def load_config(
         if key in _TOP_LEVEL_KEYS:
             fields[key] = (key_node, value_node)
         else:
-            reader.warn(key_node, key, "unknown key, ignored" + _closest(key, _TOP_LEVEL_KEYS))
+            reader.warn(key_node, key, "unknown key, ignored" + closest(key, _TOP_LEVEL_KEYS))
 
     # Upstream splits an absent actions string into [""] and fails on the empty name.
-    if "actions" not in fields or _is_null(fields["actions"][1]):
+    if "actions" not in fields or is_null(fields["actions"][1]):
         node = fields["actions"][1] if "actions" in fields else root
         raise reader.error(node, "actions", 'missing; list the actions to run, e.g. "enqueue, allocate, backfill"')
     actions = _parse_actions(reader, fields["actions"][1], known_actions)

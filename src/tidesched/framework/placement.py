@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from tidesched.framework.session import FitErrors, Session
+    from tidesched.framework.decisions import FitErrors
+    from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
 
 

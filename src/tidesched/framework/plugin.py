@@ -1,16 +1,17 @@
-"""Plugin base class, the plugin registry, and the small types hooks exchange."""
+"""Plugin base class and the small types hooks exchange (the registry of plugins by config
+name is ``scheduler.PLUGINS``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
-    from tidesched.model.infos import TaskInfo
+    from tidesched.model.infos import JobInfo, TaskInfo
 
 # Votes for JobEnqueueable / JobPipelined (Volcano util.Permit / Abstain / Reject).
 PERMIT = 1
@@ -44,14 +45,29 @@ class Plugin:
     def on_session_close(self, ssn: "Session") -> None:
         pass
 
+    def quota_view(self) -> "QuotaView | None":
+        """The plugin's read-only view of the queue quotas it keeps, for the quota report,
+        ``explain`` and the web view; None for a plugin that keeps none."""
+        return None
 
-PLUGINS: dict[str, type[Plugin]] = {}
 
+class QuotaView(Protocol):
+    """What a plugin that keeps queue quotas offers readers (``Plugin.quota_view``; the
+    capacity-card plugin does). Reading it changes nothing in the session."""
 
-def register_plugin(cls: type[Plugin]) -> type[Plugin]:
-    assert cls.name and cls.name not in PLUGINS, cls.name
-    PLUGINS[cls.name] = cls
-    return cls
+    def queue_usage(self) -> dict[str, dict[str, dict[str, float]]]:
+        """Per queue, per dimension (``cpu`` in cores, ``memory`` in bytes, each card model or
+        ``A|B`` group in cards): ``quota``, ``allocated``, ``inqueue`` and ``pending``; after the
+        session closed, the state at close."""
+        ...
+
+    def job_service_type(self, job: "JobInfo") -> str:
+        """``inference``, ``training`` or ``unknown`` (TIDE-1)."""
+        ...
+
+    def job_card_usage(self, job: "JobInfo") -> dict[str, float]:
+        """The card models the job's placed pods hold, in milli-cards."""
+        ...
 
 
 @dataclass(slots=True)

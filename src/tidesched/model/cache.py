@@ -11,7 +11,7 @@ A session changes the infos it is lent (task statuses, job phases, fit errors). 
 change or ``open`` first puts every lent info back to what its object says, so the cache
 always describes the objects, never a session's plans. :func:`~tidesched.model.state.build_state`
 over :meth:`ClusterCache.snapshot` is the oracle: any sequence of events must give the same
-session state and the same decisions both ways (tests/core/test_cache.py).
+session state and the same decisions both ways (tests/model/test_cache.py).
 
 Changes that touch everything rebuild everything: a Queue added or removed, a PriorityClass
 changed, or the node table's columns changing (a resource name appearing or going). A Node

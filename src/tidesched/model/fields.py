@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -219,28 +218,3 @@ def mappings(obj: Mapping[str, Any], key: str, field_name: str) -> list[Mapping[
     return items
 
 
-# Go's time.ParseDuration: an optional sign, then one or more decimal numbers each with a unit.
-_GO_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_GO_DURATION_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_go_duration(value: Any, field_name: str) -> float:
-    """Seconds from a Go duration string as ``time.ParseDuration`` reads it (``"3s"``,
-    ``"1h30m"``, ``"1.5h"``, ``"-2m"``, ``"0"``); anything else is an ObjectError naming the
-    field. Volcano's duration annotations and plugin arguments use this form."""
-    if not isinstance(value, str):
-        raise ObjectError(field_name, f"expected a duration such as 30s, 5m or 1h30m, got {shown(value)}")
-    text = value.strip()
-    sign = -1.0 if text.startswith("-") else 1.0
-    body = text[1:] if text[:1] in "+-" else text
-    if body == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    for part in _GO_DURATION_PART.finditer(body):
-        if part.start() != pos:
-            break
-        total += float(part.group(1)) * _GO_DURATION_UNIT[part.group(2)]
-        pos = part.end()
-    if pos == 0 or pos != len(body):
-        raise ObjectError(field_name, f"expected a duration such as 30s, 5m or 1h30m, got {shown(value)}")
-    return sign * total

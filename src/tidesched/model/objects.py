@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
 from typing import Any
 
-from tidesched.k8s.selectors import CompiledLabelSelector, SelectorError, compile_label_selector
-from tidesched.k8s.taints import parse_toleration
-from tidesched.k8s.topology_spread import SpreadConstraint, parse_spread_constraints
+from tidesched.rules.selectors import CompiledLabelSelector, SelectorError, compile_label_selector
+from tidesched.rules.taints import parse_toleration
+from tidesched.rules.topology_spread import SpreadConstraint, parse_spread_constraints
 from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
     INT32,
     INT64,

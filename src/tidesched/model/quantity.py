@@ -276,6 +276,26 @@ def format_memory(nbytes: float) -> str:
 _BYTE_SCALARS = ("ephemeral-storage",)
 
 
+def format_natural(resource_name: str, value: float | None) -> str:
+    """Format a value already in natural units (cores, bytes, cards; the quota report's): memory
+    as the shortest exact quantity, anything else as a plain number, ``-`` for none."""
+    if value is None:
+        return "-"
+    if resource_name == "memory":
+        return format_memory(round(value))
+    return f"{value:g}"
+
+
+def format_rough(resource_name: str, internal_value: float) -> str:
+    """An internal amount in round figures for invariant violations: cpu as ``2 CPU``, memory
+    in ``Gi`` (``1.5Gi``), anything else in units."""
+    if resource_name == "cpu":
+        return f"{internal_value / 1000:g} CPU"
+    if resource_name == "memory":
+        return f"{internal_value / (1 << 30):g}Gi"
+    return f"{internal_value / 1000:g}"
+
+
 def format_amount(resource_name: str, internal_value: float) -> str:
     """Format a value held in the scheduler's internal unit for ``resource_name``.
 

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.framework.plugin import Plugin, RowFn, register_plugin
+from tidesched.framework.plugin import Plugin, RowFn
 from tidesched.model.resource import CPU, MEMORY
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
 
@@ -64,7 +64,6 @@ def parse_weights(arguments: "Arguments") -> tuple[int, dict[str, int]]:
     return weight, resources
 
 
-@register_plugin
 class BinpackPlugin(Plugin):
     name = "binpack"
 

@@ -1,4 +1,4 @@
-"""capacity plugin (Volcano plugins/capacity; seed 001, SPEC CAP-1..3): queue quotas from
+"""capacity plugin (Volcano plugins/capacity; seed 001, CAP-1..3): queue quotas from
 ``deserved`` / ``guarantee`` / ``capability``, flat or as a tree of queues.
 
 Queue attributes (per session, see ``capacity_tree``):
@@ -67,6 +67,10 @@ Reasons: a refused enqueue writes a Warning event on the PodGroup, a refused all
 Pod, naming the queue (and, in a tree, the ancestor whose limit blocks), the resource, the
 amount requested, the total it would reach and the limit, in natural units (DEC-11). They are
 written at session close, once per object, and only for objects still pending then.
+
+Why one module of about 700 lines: it is one plugin, its hooks in the order Volcano's
+``capacity.go`` registers them; the queue tree and the resource arithmetic they share are in
+``capacity_tree.py`` already.
 """
 
 from __future__ import annotations
@@ -74,8 +78,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tidesched.framework.config import ConfigError
-from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin, register_plugin
+from tidesched.framework.arguments import ConfigError
+from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import MIN_RESOURCE, Resource, exceeded_part, max_resource
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
@@ -132,7 +136,6 @@ def inqueue_reservation(min_resources: Resource, allocated: Resource) -> Resourc
     return out
 
 
-@register_plugin
 class CapacityPlugin(Plugin):
     name = "capacity"
 
@@ -610,7 +613,7 @@ class CapacityPlugin(Plugin):
     def _victim_order(self, reclaimer: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
         """Victims in the order the actions evict them (Volcano BuildVictimsPriorityQueue), so
         the running allocated below is decremented in that same order."""
-        from tidesched.actions.victims import order_victims
+        from tidesched.framework.victim_order import order_victims
 
         return order_victims(self.ssn, victims, reclaimer)
 

@@ -1,4 +1,4 @@
-"""Queue attributes and the queue tree of the ``capacity`` plugin (SPEC CAP-1, CAP-2).
+"""Queue attributes and the queue tree of the ``capacity`` plugin (CAP-1, CAP-2).
 
 This module holds the data side of the plugin: one :class:`QueueAttr` per queue with its
 deserved / allocated / request / elastic / inqueue / capability / realCapability / guarantee
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tidesched.model.quantity import format_amount
+from tidesched.model.queue_tree import CYCLE, children_of, resolve_parents
 from tidesched.model.resource import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
 
 if TYPE_CHECKING:
@@ -315,61 +316,35 @@ def build_tree(parents: Mapping[str, str], infos: Mapping[str, QueueInfo]) -> Tr
     root = attrs[ROOT]
     tree = Tree(attrs=attrs, root=root, implicit_root=implicit_root)
 
-    # Each queue's resolved parent (None for the root); computed iteratively, so neither a
-    # cycle nor a very deep chain can recurse or hang.
-    resolved: dict[str, str | None] = {ROOT: None}
-    for start in sorted(parents):
-        path: list[str] = []
-        on_path: set[str] = set()
-        cur = start
-        while cur not in resolved:
-            if cur in on_path:
-                cycle = path[path.index(cur):]
-                text = " -> ".join([*cycle, cur])
-                for name in cycle:
-                    resolved[name] = ROOT
-                    a = attrs[name]
-                    a.broken = BROKEN_CYCLE
-                    a.broken_reason = f"the queue hierarchy has a cycle ({text})"
-                    tree.problems.append(TreeProblem(
-                        name, "QueueHierarchyCycle",
-                        f"queue {name} is on a parent cycle ({text}); it is treated as a child of root "
-                        "and receives no new work until the cycle is removed",
-                    ))
-                break
-            path.append(cur)
-            on_path.add(cur)
-            parent = parents.get(cur) or ROOT
-            if parent == cur:
-                continue  # a self-parent is a cycle of one; the check above catches it next
-            if parent not in attrs:
-                resolved[cur] = ROOT
-                a = attrs[cur]
-                a.broken = BROKEN_MISSING_PARENT
-                a.broken_reason = f"its parent queue {parent} does not exist"
-                tree.problems.append(TreeProblem(
-                    cur, "QueueParentNotFound",
-                    f"parent queue {parent} of queue {cur} does not exist; the queue is treated as a child "
-                    "of root and receives no new work until the parent exists",
-                ))
-                break
-            cur = parent
-        # Everything still on the path hangs under its own (now resolved) parent.
-        for name in reversed(path):
-            if name not in resolved:
-                resolved[name] = parents.get(name) or ROOT
+    # Each queue's resolved parent (None for the root): model.queue_tree, as the web view's.
+    resolved, problems = resolve_parents(parents, ROOT)
+    for problem in problems:
+        a = attrs[problem.queue]
+        if problem.kind == CYCLE:
+            a.broken = BROKEN_CYCLE
+            a.broken_reason = f"the queue hierarchy has a cycle ({problem.detail})"
+            tree.problems.append(TreeProblem(
+                problem.queue, "QueueHierarchyCycle",
+                f"queue {problem.queue} is on a parent cycle ({problem.detail}); it is treated as a child "
+                "of root and receives no new work until the cycle is removed",
+            ))
+        else:
+            a.broken = BROKEN_MISSING_PARENT
+            a.broken_reason = f"its parent queue {problem.detail} does not exist"
+            tree.problems.append(TreeProblem(
+                problem.queue, "QueueParentNotFound",
+                f"parent queue {problem.detail} of queue {problem.queue} does not exist; the queue is treated "
+                "as a child of root and receives no new work until the parent exists",
+            ))
 
     # Ancestor lists root-first, parents before children (breadth-first from the root).
-    children: dict[str, list[str]] = {name: [] for name in attrs}
-    for name, resolved_parent in resolved.items():
-        if resolved_parent is not None and name != ROOT:
-            children[resolved_parent].append(name)
+    children = children_of(resolved)
     order = [ROOT]
     i = 0
     while i < len(order):
         name = order[i]
         i += 1
-        kids = sorted(children[name])
+        kids = children.get(name, [])
         attrs[name].children = kids
         parent_attr = attrs[name]
         for kid in kids:

@@ -1,4 +1,4 @@
-"""cardprotect plugin (SPEC EXT-2, seed 003 §4.3): rare cards are kept for the pods that ask for them.
+"""cardprotect plugin (EXT-2, seed 003 §4.3): rare cards are kept for the pods that ask for them.
 
 Argument ``protectedModels``: card model names as capacity-card names them (``NVIDIA-H200``,
 ``NVIDIA-H200/mig-3g.71gb-mixed``, …), or ``["*"]`` for every card model. A node *carries* a
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.framework.plugin import NodeFailure, Plugin, PredicateResult, register_plugin
+from tidesched.framework.plugin import NodeFailure, Plugin, PredicateResult
 from tidesched.model.cards import (
     ALTERNATIVE_SEPARATOR,
     CARD_NAME_ANNOTATION,
@@ -39,7 +39,7 @@ from tidesched.model.cards import (
 from tidesched.plugins.predicates import template_key
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
     from tidesched.model.node_table import NodeTable
@@ -94,7 +94,6 @@ def wished_products(spec: Mapping[str, Any]) -> set[str]:
     return out
 
 
-@register_plugin
 class CardProtectPlugin(Plugin):
     name = "cardprotect"
 

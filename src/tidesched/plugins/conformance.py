@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidesched.framework.plugin import PERMIT, Plugin, register_plugin
+from tidesched.framework.plugin import PERMIT, Plugin
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -24,7 +24,6 @@ def evictable(_evictor: "TaskInfo", evictees: list["TaskInfo"]) -> tuple[list["T
     return victims, PERMIT
 
 
-@register_plugin
 class ConformancePlugin(Plugin):
     name = "conformance"
 

@@ -39,9 +39,9 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from tidesched.framework.plugin import PERMIT, EventHandler, Plugin, register_plugin
+from tidesched.framework.plugin import PERMIT, EventHandler, Plugin
 from tidesched.model.resource import CPU, MEMORY, Resource, share as _share
-from tidesched.plugins.shape_memo import job_memo
+from tidesched.framework.job_memo import job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -194,7 +194,6 @@ def queue_hierarchies(queues: dict[str, "QueueInfo"]) -> dict[str, tuple[str, st
     return out
 
 
-@register_plugin
 class DrfPlugin(Plugin):
     name = "drf"
 

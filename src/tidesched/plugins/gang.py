@@ -11,7 +11,7 @@
   with tasks that are not ready — unless their terminating pods still on nodes cover
   minMember — and Scheduled for the others.
 
-Gang timeout (SPEC EXT-1, seed 003 §4.2): a PodGroup that has never reached its minimums
+Gang timeout (EXT-1, seed 003 §4.2): a PodGroup that has never reached its minimums
 within its wait time — annotation ``scheduling.tidesched.io/gang-timeout-seconds``, else the
 argument ``defaultGangTimeoutSeconds`` for PodGroups of more than one member — counted from
 its creationTimestamp to the session's time, stops holding the cluster: it is taken out of
@@ -28,11 +28,12 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from tidesched.framework.plugin import ABSTAIN, PERMIT, REJECT, Plugin, ValidateResult, register_plugin
+from tidesched.framework.plugin import ABSTAIN, PERMIT, REJECT, Plugin, ValidateResult
+from tidesched.model.durations import format_go
 from tidesched.model.status import PodGroupPhase, TaskStatus
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, TaskInfo
 
@@ -42,18 +43,6 @@ NOT_ENOUGH_RESOURCES = "NotEnoughResources"
 GANG_TIMEOUT = "GangTimeout"
 GANG_TIMEOUT_ANNOTATION = "scheduling.tidesched.io/gang-timeout-seconds"
 DEFAULT_TIMEOUT_ARGUMENT = "defaultGangTimeoutSeconds"
-
-
-def format_duration(seconds: float) -> str:
-    """Go's time.Duration style, to the second: 90 → "1m30s", 7200 → "2h0m0s"."""
-    total = int(round(seconds))
-    h, rest = divmod(total, 3600)
-    m, s = divmod(rest, 60)
-    if h:
-        return f"{h}h{m}m{s}s"
-    if m:
-        return f"{m}m{s}s"
-    return f"{s}s"
 
 
 def _rfc3339(ts: float) -> str:
@@ -82,7 +71,6 @@ def reached_minimum(job: "JobInfo") -> bool:
     return job.ready_task_num() >= job.min_available and job.check_task_ready()
 
 
-@register_plugin
 class GangPlugin(Plugin):
     name = "gang"
 
@@ -104,7 +92,7 @@ class GangPlugin(Plugin):
                 return value
             ssn.event("PodGroup", job.namespace, job.name, "Warning", "InvalidGangTimeout",
                       f"PodGroup {job.uid}: {problem}; " + (
-                          f"using {DEFAULT_TIMEOUT_ARGUMENT} ({format_duration(self.default_timeout)})"
+                          f"using {DEFAULT_TIMEOUT_ARGUMENT} ({format_go(self.default_timeout)})"
                           if self.default_timeout is not None else "no gang timeout"))
         # The default is for gangs: a single-pod group (a Deployment's pod) is not timed out.
         return self.default_timeout if job.min_available > 1 else None
@@ -126,7 +114,7 @@ class GangPlugin(Plugin):
             # Only stable facts in the message: a text that changed every session (the time
             # waited so far) would rewrite each pod's condition and the PodGroup every period.
             self.timed_out[job.uid] = (
-                f"gang timed out: waited {format_duration(timeout)} since {_rfc3339(job.creation)} "
+                f"gang timed out: waited {format_go(timeout)} since {_rfc3339(job.creation)} "
                 f"for minMember {job.min_available}, {ready} of {job.min_available} tasks scheduled{roles}; "
                 "its pods are no longer scheduled"
             )

@@ -39,14 +39,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, PredicateResult, register_plugin
+from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, PredicateResult
 from tidesched.model.objects import NodeGroupAffinity
 from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import CPU, MEMORY, MIN_RESOURCE, Resource
 from tidesched.model.status import ALLOCATED_STATUSES
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import QueueInfo, TaskInfo
     from tidesched.model.node_table import NodeTable
@@ -140,7 +140,6 @@ def exceeded_names(used: Resource, limit: Resource, names: tuple[str, ...]) -> l
     return sorted(out, key=lambda n: (n != CPU, n != MEMORY, n))
 
 
-@register_plugin
 class NodeGroupPlugin(Plugin):
     name = "nodegroup"
 

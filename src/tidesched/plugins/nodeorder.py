@@ -14,7 +14,7 @@ Registers NodeOrderFn: for the candidate rows of a task,
   min–max normalised over the candidates.
 * ``podtopologyspread`` (2): the pod's ``ScheduleAnyway`` topology spread constraints,
   kube-scheduler's PodTopologySpread score normalised over the candidates (the least crowded
-  domain scores 100; see ``k8s/topology_spread.py``).
+  domain scores 100; see ``rules/topology_spread.py``).
 
 Arguments ``<name>.weight`` as Volcano; weight 0 disables a scorer. The ``imagelocality``
 weight is accepted; image data is not part of the snapshot, so image locality scores 0.
@@ -31,17 +31,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.framework.plugin import Plugin, RowFn, register_plugin
-from tidesched.k8s import scoring
-from tidesched.k8s.node_index import NodeLabelIndex
-from tidesched.k8s.selectors import SelectorError, affinity_term_namespaces, compile_label_selector
-from tidesched.k8s.taints import TaintIndex
-from tidesched.k8s.topology_spread import spread_scores
+from tidesched.framework.plugin import Plugin, RowFn
+from tidesched.rules import scoring
+from tidesched.rules.node_index import NodeLabelIndex
+from tidesched.rules.selectors import SelectorError, affinity_term_namespaces, compile_label_selector
+from tidesched.rules.taints import TaintIndex
+from tidesched.rules.topology_spread import spread_scores
 from tidesched.plugins.predicates import node_labels, node_taints, template_key
 from tidesched.plugins.topology_spread import spread_inputs
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
 
@@ -157,7 +157,6 @@ def _balanced(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
     return np.trunc((1.0 - std) * 100.0)
 
 
-@register_plugin
 class NodeOrderPlugin(Plugin):
     name = "nodeorder"
 

@@ -26,15 +26,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidesched.framework.plugin import PERMIT, REJECT, Plugin, register_plugin
+from tidesched.framework.plugin import PERMIT, REJECT, Plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import Resource
 from tidesched.model.status import PodGroupPhase
 from tidesched.plugins.proportion import allocated_task_num
-from tidesched.plugins.shape_memo import is_nothing, job_memo
+from tidesched.framework.job_memo import is_nothing, job_memo
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo
 
@@ -81,7 +81,6 @@ def unallocated_min(job: "JobInfo") -> Resource:
     return out
 
 
-@register_plugin
 class OvercommitPlugin(Plugin):
     name = "overcommit"
 

@@ -36,18 +36,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, PredicateResult, RowFn, register_plugin
-from tidesched.k8s.node_index import NodeLabelIndex
-from tidesched.k8s.selectors import SelectorError, compile_label_selector, affinity_term_namespaces
-from tidesched.k8s.taints import TaintIndex, tolerates_unschedulable
-from tidesched.k8s.topology_spread import spread_filter
+from tidesched.framework.plugin import EventHandler, NodeFailure, Plugin, PredicateResult, RowFn
+from tidesched.rules.node_index import NodeLabelIndex
+from tidesched.rules.selectors import SelectorError, compile_label_selector, affinity_term_namespaces
+from tidesched.rules.taints import TaintIndex, tolerates_unschedulable
+from tidesched.rules.topology_spread import spread_filter
 from tidesched.model.node_table import required_affinity_terms
 from tidesched.model.objects import HostPort
 from tidesched.model.status import TaskStatus
 from tidesched.plugins.topology_spread import spread_inputs
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
     from tidesched.model.node_table import NodeTable
@@ -123,7 +123,6 @@ def _ports_conflict(a: HostPort, b: HostPort) -> bool:
     return a.host_ip == b.host_ip or "0.0.0.0" in (a.host_ip, b.host_ip)
 
 
-@register_plugin
 class PredicatesPlugin(Plugin):
     name = "predicates"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidesched.framework.plugin import PERMIT, Plugin, register_plugin
+from tidesched.framework.plugin import PERMIT, Plugin
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -22,7 +22,6 @@ def _desc(l: int, r: int) -> int:
     return 0 if l == r else (-1 if l > r else 1)
 
 
-@register_plugin
 class PriorityPlugin(Plugin):
     name = "priority"
 

@@ -47,7 +47,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin, register_plugin
+from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import (
     Dimension,
@@ -57,7 +57,7 @@ from tidesched.model.resource import (
     share as _share,
 )
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
-from tidesched.plugins.shape_memo import is_nothing, job_memo
+from tidesched.framework.job_memo import is_nothing, job_memo
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -170,7 +170,6 @@ def water_fill(total: Resource, attrs: list[QueueAttr]) -> None:
             break
 
 
-@register_plugin
 class ProportionPlugin(Plugin):
     name = "proportion"
 

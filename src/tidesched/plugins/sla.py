@@ -20,12 +20,12 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from tidesched.framework.plugin import ABSTAIN, PERMIT, Plugin, register_plugin
-from tidesched.model.fields import parse_go_duration
+from tidesched.framework.plugin import ABSTAIN, PERMIT, Plugin
+from tidesched.model.durations import parse_go_duration
 from tidesched.model.problems import ObjectError
 
 if TYPE_CHECKING:
-    from tidesched.framework.config import Arguments
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo
 
@@ -45,7 +45,6 @@ def _waiting_time(raw: str, key: str) -> tuple[float | None, str]:
     return seconds, ""
 
 
-@register_plugin
 class SlaPlugin(Plugin):
     name = "sla"
 

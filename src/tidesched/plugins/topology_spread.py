@@ -3,7 +3,7 @@
 Not a plugin of its own (kube-scheduler's PodTopologySpread is split as Volcano splits it):
 the predicates plugin filters ``DoNotSchedule`` constraints (``predicate.PodTopologySpreadEnable``)
 and nodeorder scores ``ScheduleAnyway`` ones (``podtopologyspread.weight``); both use this
-module. The arithmetic is in :mod:`tidesched.k8s.topology_spread`.
+module. The arithmetic is in :mod:`tidesched.rules.topology_spread`.
 
 :class:`MatchingPods` counts, per node row, the placed pods of a namespace that a selector
 matches: every pod on a node except Releasing ones (terminating, or evicted in this session),
@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tidesched.framework.plugin import EventHandler
-from tidesched.k8s.node_index import NodeLabelIndex
-from tidesched.k8s.selectors import CompiledLabelSelector, SelectorError
-from tidesched.k8s.taints import TaintIndex
-from tidesched.k8s.topology_spread import SpreadConstraint, SpreadInput
+from tidesched.rules.node_index import NodeLabelIndex
+from tidesched.rules.selectors import CompiledLabelSelector, SelectorError
+from tidesched.rules.taints import TaintIndex
+from tidesched.rules.topology_spread import SpreadConstraint, SpreadInput
 from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:

@@ -34,7 +34,9 @@ import yaml
 
 from tidesched.sim.invariants import RULE_RESTART
 from tidesched.sim.runner import SimulationRun, run
-from tidesched.sim.scenario import Scenario, ScenarioError, parse_duration, scenario_from_mapping
+from tidesched.sim.events import Scenario
+from tidesched.sim.vocabulary import ScenarioError, parse_duration
+from tidesched.sim.scenario import scenario_from_mapping
 
 DAY = 86400.0
 PERIOD = 1.0

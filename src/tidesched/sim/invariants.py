@@ -41,11 +41,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tidesched.framework.session import Decisions
-from tidesched.k8s.taints import tolerates_unschedulable
+from tidesched.framework.decisions import Decisions
+from tidesched.framework.reasons import RECLAIM, evicted_by
+from tidesched.rules.taints import tolerates_unschedulable
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY, parse_bool
+from tidesched.model.quantity import format_rough
 from tidesched.model.resource import Resource
-from tidesched.sim import metrics
+import tidesched.sim.metrics as metrics
 from tidesched.sim.metrics import Accounting, capacity_card_args, service_type
 from tidesched.sim.world import (
     FINISHED_POD_PHASES,
@@ -86,14 +88,6 @@ class Violation:
 
     def to_dict(self) -> dict[str, Any]:
         return {"t": round(self.t, 6), "rule": self.rule, "message": self.message}
-
-
-def _fmt(name: str, amount: float) -> str:
-    if name == "cpu":
-        return f"{amount / 1000:g} CPU"
-    if name == "memory":
-        return f"{amount / (1 << 30):g}Gi"
-    return f"{amount / 1000:g}"
 
 
 class InvariantChecker:
@@ -259,8 +253,8 @@ class InvariantChecker:
                         Violation(
                             t,
                             RULE_NODE,
-                            f"node {node_name} over-committed in {dim}: pods request {_fmt(dim, need)}, "
-                            f"allocatable {_fmt(dim, have)} (bound this step: "
+                            f"node {node_name} over-committed in {dim}: pods request {format_rough(dim, need)}, "
+                            f"allocatable {format_rough(dim, have)} (bound this step: "
                             f"{', '.join(sorted(new_by_node[node_name]))})",
                         )
                     )
@@ -335,7 +329,8 @@ class InvariantChecker:
                             t,
                             RULE_NODE,
                             f"node {node_name} over-committed once its releasing pods are gone, in {dim}: "
-                            f"{_fmt(dim, need.get(dim))} for allocatable {_fmt(dim, node.allocatable.get(dim))} "
+                            f"{format_rough(dim, need.get(dim))} for allocatable "
+                            f"{format_rough(dim, node.allocatable.get(dim))} "
                             f"(pipelined: {', '.join(sorted(by_node[node_name])[:5])})",
                         )
                     )
@@ -470,7 +465,7 @@ class InvariantChecker:
         placed: list[tuple[str, str]] = sorted(set(applied.bound) | set(d.pipelined.items()))
         out: list[Violation] = []
         for pk, reason in applied.evicted:
-            if "reclaim" not in reason.lower():
+            if not evicted_by(reason, RECLAIM):
                 continue
             victim = world.get("Pod", pk)
             if victim is None:
@@ -529,7 +524,7 @@ class InvariantChecker:
         world = self.world
         out: list[Violation] = []
         for pk, reason in applied.evicted:
-            if "reclaim" not in reason.lower():
+            if not evicted_by(reason, RECLAIM):
                 continue
             victim = world.get("Pod", pk)
             if victim is None:

@@ -17,6 +17,10 @@ One loop over simulated time:
 The result (see ``docs/simulator.md``) holds no wall-clock values: the same scenario and seed
 give byte-identical JSON. Wall time per session is returned beside it in
 :class:`SimulationRun` for people and benchmarks.
+
+Why one module of about 700 lines: it is one loop (``Engine``: events, sessions, applying
+decisions, recording steps, fast-forward) whose steps share the loop's state; its helpers
+(metrics, invariants, world, controllers) are modules of their own already.
 """
 
 from __future__ import annotations
@@ -34,16 +38,19 @@ from typing import Any
 
 import orjson
 
-from tidesched.framework.session import Decisions
+from tidesched.framework.decisions import Decisions
+from tidesched.framework.reasons import PREEMPT, RECLAIM, evicted_by
 from tidesched.model.snapshot import build_snapshot
 from tidesched.model.state import build_state
 from tidesched.scheduler import config_from_file, run_session
 from tidesched.sim.clock import Clock
-from tidesched.sim.controllers import Controllers, Timer
+from tidesched.sim.controllers import Controllers
+from tidesched.sim.controllers.common import Timer
 from tidesched.sim.fragmentation import GpuWorkload, fragmentation_summary, fragmented_gpus, gpu_figures
 from tidesched.sim.invariants import RULE_RESTART, RULE_SESSION, InvariantChecker
 from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacity_card_args, mean, percentile
-from tidesched.sim.scenario import Scenario, TimedEvent, load_scenario, object_kind
+from tidesched.sim.events import Scenario, TimedEvent, object_kind
+from tidesched.sim.scenario import load_scenario
 from tidesched.sim.world import (
     EPOCH,
     Applied,
@@ -360,8 +367,8 @@ class Engine:
         step = self.accounting.step(t)
         ev = applied.evicted if applied is not None else []
         step["evictions"] = len(ev)
-        step["reclaims"] = sum(1 for _, r in ev if "reclaim" in r.lower())
-        step["preemptions"] = sum(1 for _, r in ev if "preempt" in r.lower())
+        step["reclaims"] = sum(1 for _, r in ev if evicted_by(r, RECLAIM))
+        step["preemptions"] = sum(1 for _, r in ev if evicted_by(r, PREEMPT))
         sig = {key: v for key, v in step.items() if key != "t"}  # compared as values, deeply
         every = self.sc.record_every
         due = every > 0 and k - self._last_record_k >= every
@@ -444,8 +451,8 @@ class Engine:
         applied = self.world.apply(d, t)
         self.totals["pods_bound"] += len(applied.bound)
         self.totals["pods_evicted"] += len(applied.evicted)
-        self.totals["reclaims"] += sum(1 for _, r in applied.evicted if "reclaim" in r.lower())
-        self.totals["preemptions"] += sum(1 for _, r in applied.evicted if "preempt" in r.lower())
+        self.totals["reclaims"] += sum(1 for _, r in applied.evicted if evicted_by(r, RECLAIM))
+        self.totals["preemptions"] += sum(1 for _, r in applied.evicted if evicted_by(r, PREEMPT))
         if applied.stale:
             self.totals["stale_decisions"] += len(applied.stale)
             self.emit(

@@ -1,7 +1,7 @@
 """Loader for the Alibaba GPU cluster trace v2023 ("openb", FGD paper, USENIX ATC '23).
 
-The trace is not part of tidesched: its files are read from a path given by the user (see
-``/work/shared/traces/alibaba-gpu-v2023/SOURCE.md`` for origin, licence and schema).
+The trace is not part of tidesched: its files are read from a path given by the user (the
+trace's own ``SOURCE.md`` states its origin, licence and schema).
 
 ``load_trace(path)`` returns ``(objects, timed_events)``: the cluster the simulation starts
 with (Nodes, the two Queues) and the workload as timed events for the scenario engine.
@@ -14,7 +14,7 @@ Input files
 
 Nodes
     One Node per row. A GPU node gets the labels the capacity-card plugin discovers cards from
-    (SPEC CARD-1): ``nvidia.com/gpu.product`` (the card name), ``nvidia.com/gpu.count``,
+    (CARD-1): ``nvidia.com/gpu.product`` (the card name), ``nvidia.com/gpu.count``,
     ``nvidia.com/gpu.memory`` (MiB), and allocatable ``nvidia.com/gpu``. The trace's model codes
     (P100, T4, V100M16, V100M32, A10, G1, G2, G3) become card names through ``DEFAULT_MODEL_MAP``;
     ``model_map`` (a dict or a YAML file) overrides entries, each either a card name or
@@ -60,6 +60,10 @@ Queues
     (cpu, memory, ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``) are ``quota_fraction`` × the
     cluster's totals (default 1: the quota never binds and only the cluster's size limits the
     trace).
+
+Why one module of about 700 lines: it reads one file format end to end (the CSV columns, node
+and pod shapes, the Deployments and Jobs they become, the timed events); splitting it would
+spread one format's rules over several files.
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:  # the scenario module is imported lazily: parsing the trace does not need it
-    from tidesched.sim.scenario import Scenario, TimedEvent
+    from tidesched.sim.events import Scenario, TimedEvent
 
 DEFAULT_POD_FILE = "openb_pod_list_default.csv"
 DEFAULT_NODE_FILE = "openb_node_list_all_node.csv"
@@ -661,7 +665,7 @@ def _load(path: str | Path, *, limit: int | None = None, node_file: str | Path |
 
 def to_scenario(events: Iterable[TraceEvent]) -> list[TimedEvent]:
     """The loader's events as scenario events, through the scenario module's own checks."""
-    from tidesched.sim.scenario import make_event
+    from tidesched.sim.events import make_event
 
     out: list[TimedEvent] = []
     for e in events:
@@ -684,13 +688,13 @@ def trace_scenario(
     config_path: str | Path | None = None,
     **load_options: Any,
 ) -> tuple[Scenario, TraceSummary]:
-    """A ready-to-run :class:`~tidesched.sim.scenario.Scenario` for the trace at ``path``.
+    """A ready-to-run :class:`~tidesched.sim.events.Scenario` for the trace at ``path``.
 
     ``load_options`` are those of :func:`load_trace`; ``config_path`` a Volcano scheduler
     config (default: Volcano's default config)."""
     from tidesched.model.loader import Manifest
     from tidesched.scheduler import config_from_file
-    from tidesched.sim.scenario import Scenario
+    from tidesched.sim.events import Scenario
 
     objects, events, summary = _load(path, **load_options)
     source = str(path)

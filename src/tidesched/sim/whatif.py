@@ -25,30 +25,24 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tidesched.framework.config import ConfigError, SchedulerConfig
-from tidesched.framework.session import Decisions
+from tidesched.framework.arguments import ConfigError
+from tidesched.framework.config import SchedulerConfig
+from tidesched.framework.decisions import Decisions
 from tidesched.model.loader import InputError, Manifest, load_paths
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
 from tidesched.scheduler import CONFIG_KEY, CONFIG_MAPS, config_from_file, config_from_text
 from tidesched.plugins.capacity_card import SERVICE_TYPE_ANNOTATION
 from tidesched.sim.metrics import capacity_card_args
 from tidesched.sim.runner import Engine, Progress, SimulationRun
-from tidesched.sim.scenario import (
-    DURATION_ANNOTATION,
-    Scenario,
-    ScenarioError,
-    check_objects,
-    format_duration,
-    object_kind,
-    object_name,
-    parse_duration,
-)
+from tidesched.model.durations import format_compact
+from tidesched.sim.vocabulary import DURATION_ANNOTATION, ScenarioError, parse_duration
+from tidesched.sim.events import Scenario, check_objects, object_kind, object_name
 from tidesched.sim.world import Applied, iso
 
 # Kinds read from the cluster that the simulation takes as they are.
@@ -344,7 +338,7 @@ def summary_lines(result: Mapping[str, Any]) -> list[str]:
     lines = [f"what-if on {wi.get('source')} (read {wi.get('read_at')}, config {wi.get('config')})"]
 
     def fmt(v: float | None) -> str:
-        return "-" if v is None else format_duration(v)
+        return "-" if v is None else format_compact(v)
 
     for j in wi.get("new_workloads", []):
         if j["started"] is None:
@@ -439,7 +433,14 @@ def from_dump(
     )
 
 
+# Reads a live cluster once: (kubeconfig, config_maps=, context=) → (objects, the first of
+# config_maps found as (ref, object) or None, the API server's URL). The command line passes
+# the Kubernetes mode's reader; the simulator itself never talks to a cluster.
+ReadCluster = Callable[..., tuple[list[dict[str, Any]], "tuple[str, dict[str, Any]] | None", str]]
+
+
 def from_cluster(
+    read_cluster: ReadCluster,
     kubeconfig: str | Path | None,
     added: Sequence[str | Path] = (),
     *,
@@ -448,9 +449,7 @@ def from_cluster(
     context: str | None = None,
     **options: Any,
 ) -> WhatIf:
-    """A what-if over the live cluster, read once (read-only) now."""
-    from tidesched.kube.commands import read_cluster
-
+    """A what-if over the live cluster, read once (read-only) now by ``read_cluster``."""
     added_manifests = load_added(added)  # bad manifests fail before the cluster is read
     now = time.time()
     refs = (config_map,) if config_map is not None else CONFIG_MAPS

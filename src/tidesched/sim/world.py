@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tidesched.framework.session import Decisions
+from tidesched.framework.decisions import Decisions
 from tidesched.model.cache import ClusterCache
 from tidesched.model.objects import DEFAULT_NAMESPACE, GROUP_NAME_ANNOTATION
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
 from tidesched.model.state import SessionState
 from tidesched.sim.clock import Clock
-from tidesched.sim.scenario import (
+from tidesched.sim.vocabulary import (
     DURATION_ANNOTATION,
     EXIT_CODE_ANNOTATION,
     WORLD_KINDS,

@@ -1,0 +1,197 @@
+"""Binding pods to nodes through the ``pods/binding`` subresource, off the session path (K8S-2).
+
+``submit`` runs on the scheduling loop and only *assumes* each pod on its node in the
+:class:`ClusterStore` (so the next session sees it Bound and the node's resources used) and
+hands the call to the connection's call loop (:class:`~tidesched.cluster.curl.CurlLoop`: one thread,
+up to ``--bind-workers`` calls in flight, HTTP/2 when the server speaks it) under the shared QPS
+limiter. Answers are handled on that loop:
+
+* 201 → the assumption stays until the watch shows ``spec.nodeName`` (or a TTL passes);
+* 409 → the pod is already bound: re-read it; bound to our node (a retry after a lost reply)
+  counts as success, otherwise the assumption is forgotten;
+* 429 / 5xx / transport errors → retried a few times with backoff;
+* anything else, or retries exhausted → forgotten (its resources freed in the cache), a
+  ``FailedScheduling`` Warning event, and the pod is simply pending for the next session.
+
+A restart loses nothing: assumptions live only in memory and the cluster's pods are the truth;
+the API server refuses a second binding of a bound pod, so no pod is ever bound twice (REL-3).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from tidesched.cluster.api import Cancelled, Kube, error_message, is_transient, status_of
+from tidesched.cluster.status import EventRecorder
+from tidesched.cluster.store import POD, ClusterStore
+from tidesched.cluster.workers import InFlight
+
+log = logging.getLogger("tidesched.cluster.binder")
+
+
+@dataclass(frozen=True)
+class BindRequest:
+    key: str  # namespace/name
+    node: str
+    uid: str
+
+
+class Binder:
+    what = "bind"
+
+    def __init__(
+        self,
+        kube: Kube,
+        store: ClusterStore,
+        recorder: EventRecorder | None = None,
+        *,
+        workers: int = 16,
+        retries: int = 3,
+        retry_delay: float = 0.2,
+        assume_ttl: float = 30.0,
+        on_result: Callable[[str, float], None] | None = None,
+        may_send: Callable[[], bool] | None = None,
+    ) -> None:
+        self.kube = kube
+        self.store = store
+        self.recorder = recorder
+        self.workers = workers  # calls in flight at once
+        self.retries = retries
+        self.retry_delay = retry_delay
+        self.assume_ttl = assume_ttl
+        self.on_result = on_result  # ("bound" | "error", seconds) for metrics
+        # Asked right before every call (the runner: "do we still lead?"). A no drops the bind
+        # unsent: nothing leaves a scheduler that lost its lease.
+        self.may_send = may_send
+        self.bound = 0
+        self.failed = 0
+        self.dropped = 0
+        self._in_flight = InFlight()
+        self._stopped = False
+
+    def start(self) -> None:
+        """Nothing to start: the connection's call loop starts with the first call."""
+
+    def submit(self, binds: Mapping[str, str]) -> int:
+        """Assume and send the session's binds; returns how many were sent. Pods already in
+        flight, already bound or gone are skipped."""
+        queued = 0
+        for key, node in sorted(binds.items()):
+            pod = self.store.get(POD, key)
+            if pod is None or (pod.get("spec") or {}).get("nodeName"):
+                continue
+            uid = str((pod.get("metadata") or {}).get("uid") or "")
+            if not self.store.assume(key, node, uid):
+                continue
+            self._in_flight.add()
+            self._send(BindRequest(key, node, uid), 0, time.monotonic(), 0.0)
+            queued += 1
+        return queued
+
+    # -- the calls and their answers (on the call loop) ------------------------------------
+
+    def _allowed(self) -> bool:
+        return not self._stopped and (self.may_send is None or self.may_send())
+
+    def _send(self, req: BindRequest, attempt: int, t0: float, delay: float) -> None:
+        ns, name = req.key.split("/", 1)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            # The UID makes the API server refuse to bind a pod recreated under the same name.
+            "metadata": {"name": name, "namespace": ns, **({"uid": req.uid} if req.uid else {})},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": req.node},
+        }
+        self.kube.send(
+            "POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body,
+            lambda _, exc: self._answered(req, attempt, t0, exc),
+            delay=delay, may_send=self._allowed, owner=self, max_active=self.workers,
+        )
+
+    def _answered(self, req: BindRequest, attempt: int, t0: float, exc: BaseException | None) -> None:
+        if exc is None:
+            self._succeeded(req, t0)
+        elif isinstance(exc, Cancelled):
+            self._drop(req)
+        elif status_of(exc) == 409:
+            # Already bound: by our own earlier attempt whose reply was lost, or by someone else.
+            ns, name = req.key.split("/", 1)
+            self.kube.send(
+                "GET", f"/api/v1/namespaces/{ns}/pods/{name}", None,
+                lambda pod, _: self._conflict(req, t0, exc, pod), owner=self, max_active=self.workers,
+            )
+        elif is_transient(exc) and attempt < self.retries:
+            self._send(req, attempt + 1, t0, self.retry_delay * (2**attempt))
+        else:
+            self._failed(req, exc, t0)
+
+    def _conflict(self, req: BindRequest, t0: float, exc: BaseException, pod: dict[str, Any] | None) -> None:
+        ours = pod is not None and (pod.get("spec") or {}).get("nodeName") == req.node and (
+            not req.uid or (pod.get("metadata") or {}).get("uid") == req.uid
+        )
+        if ours:
+            self._succeeded(req, t0)  # our earlier attempt went through; its reply was lost
+        else:
+            self._failed(req, exc, t0)
+
+    def _succeeded(self, req: BindRequest, t0: float) -> None:
+        self.store.finish_binding(req.key, self.assume_ttl)
+        self.bound += 1
+        if self.on_result:
+            self.on_result("bound", time.monotonic() - t0)
+        if self.recorder is not None:
+            self.recorder.record_scheduled(req.key, req.node)
+        self._done()
+
+    def _failed(self, req: BindRequest, exc: BaseException | None, t0: float) -> None:
+        self.store.forget(req.key)
+        self.failed += 1
+        msg = error_message(exc) if exc else "unknown error"
+        log.warning("binding %s to %s failed: %s", req.key, req.node, msg)
+        if self.on_result:
+            self.on_result("error", time.monotonic() - t0)
+        if self.recorder is not None:
+            ns, name = req.key.split("/", 1)
+            self.recorder.record(
+                "Pod",
+                ns,
+                name,
+                "Warning",
+                "FailedScheduling",
+                f"Binding rejected: binding {req.key} to node {req.node}: {msg}",
+            )
+        self._done()
+
+    def _drop(self, req: BindRequest) -> None:
+        """Given up unsent: the pod is pending again in the cache."""
+        self.store.forget(req.key)
+        self.dropped += 1
+        self._done()
+
+    def _done(self) -> None:
+        self._in_flight.done()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def pending(self) -> int:
+        return self._in_flight.count()
+
+    def drain(self, timeout: float) -> bool:
+        """Wait for every bind sent to be answered (SIGTERM)."""
+        return self._in_flight.wait_idle(timeout)
+
+    def cancel_queued(self) -> int:
+        """Leadership lost: take back the binds not yet sent and forget their pods. (Those about
+        to be sent are stopped by ``may_send``.)"""
+        calls = self.kube.conn.cancel(self)
+        for call in calls:
+            call.done(None, Cancelled("leadership lost"))
+        return len(calls)
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Send nothing more; binds not yet sent are dropped as they come due."""
+        self._stopped = True
+        self.cancel_queued()

@@ -1,0 +1,58 @@
+"""What a session decided (``Decisions``, the world applies it) and why a task found no node
+(``FitErrors``): the records actions, the session and every reader of a session share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tidesched.model.problems import Event
+
+
+@dataclass(slots=True)
+class FitErrors:
+    """Why a task found no node: per-reason node counts, plus a job-level message."""
+
+    total_nodes: int
+    reasons: dict[str, int] = field(default_factory=dict)
+    message: str = ""
+    unresolvable: np.ndarray | None = None  # mask of nodes failing for unresolvable reasons
+
+    def error(self) -> str:
+        if self.message:
+            return self.message
+        if not self.reasons:
+            return f"0/{self.total_nodes} nodes are unavailable"
+        hist = sorted(f"{n} {r}" for r, n in self.reasons.items())
+        return f"0/{self.total_nodes} nodes are unavailable: {', '.join(hist)}."
+
+
+@dataclass(slots=True)
+class Decisions:
+    """What a session decided; the world applies it."""
+
+    bound: dict[str, str]
+    pipelined: dict[str, str]
+    evicted: list[str]
+    podgroups: dict[str, str]
+    podgroup_conditions: dict[str, list[dict[str, Any]]]
+    queue_allocated: dict[str, dict[str, str]]
+    events: list[Event]
+    eviction_reasons: dict[str, str] = field(default_factory=dict)
+    # Pods left pending for a reason other than "Unschedulable" (the PodScheduled=False
+    # condition's reason, e.g. GangTimeout), by pod key.
+    pod_condition_reasons: dict[str, str] = field(default_factory=dict)
+    # The earliest session time (seconds since the epoch) at which a time-based rule (a gang
+    # timeout) falls due, if any: a world that skips idle sessions must hold one then.
+    wake_at: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bound": dict(sorted(self.bound.items())),
+            "pipelined": dict(sorted(self.pipelined.items())),
+            "evicted": sorted(self.evicted),
+            "podgroups": dict(sorted(self.podgroups.items())),
+            "events": [e.to_dict() for e in self.events],
+        }
