@@ -10,6 +10,8 @@ control plane (etcd + kube-apiserver) that has none:
   and keeps the finalizer until those that block its deletion are gone; ``orphan`` detaches them;
 - **replicaset** (and replicationcontroller): a ReplicaSet's pods are created from its template up to ``replicas`` (and extra
   ones deleted), its status counted;
+- **deployment**: a Deployment's ReplicaSet for its current template, scaled to ``replicas``
+  (older templates' ReplicaSets scaled to 0: the Recreate strategy);
 - **job** (batch/v1): up to ``parallelism`` pods, ``active``/``succeeded``/``failed`` counted, the
   Complete condition when enough succeeded;
 - **pvc-protection**: a deleted claim's finalizer goes once no pod uses it.
@@ -25,6 +27,8 @@ controllers are never stood in for: the real ``vc-controller-manager`` runs besi
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
 from typing import Any, Callable, Iterable
@@ -420,6 +424,59 @@ class ReplicaSetController(Controller):
                 self.ignore_missing(lambda: self.api.patch(f"{self.replicasets.path(rs)}/status", {"status": status}))
 
 
+class DeploymentController(Controller):
+    """Deployments: one ReplicaSet per pod template (``<name>-<hash>``, the template labelled
+    ``pod-template-hash``) scaled to ``replicas``; a changed template gets a new ReplicaSet and
+    the old ones go to 0 at once (the Recreate strategy: no rolling window to stand in for)."""
+
+    name = "deployment-controller"
+
+    def __init__(self, cp: ControlPlane, deployments: Informer, replicasets: Informer) -> None:
+        super().__init__(cp)
+        self.deployments, self.replicasets = deployments, replicasets
+        self.listen(deployments, replicasets)
+
+    def reconcile(self) -> None:
+        sets = self.replicasets.list()
+        for d in self.deployments.list():
+            md, spec = d["metadata"], d.get("spec") or {}
+            if md.get("deletionTimestamp"):
+                continue
+            ns, template = md["namespace"], spec.get("template") or {}
+            digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:10]
+            name = f"{md['name']}-{digest}"
+            mine = [rs for rs in sets if is_controlled_by(rs, md["uid"])]
+            want = int(spec.get("replicas", 1))
+            current = next((rs for rs in mine if rs["metadata"]["name"] == name), None)
+            if current is None:
+                tmd = template.get("metadata") or {}
+                labels = {**(tmd.get("labels") or {}), "pod-template-hash": digest}
+                body = {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {"name": name, "namespace": ns, "labels": labels,
+                                 "annotations": dict(md.get("annotations") or {}),
+                                 "ownerReferences": [controller_ref(d, "apps/v1", "Deployment")]},
+                    "spec": {
+                        "replicas": want,
+                        "selector": {"matchLabels": {**((spec.get("selector") or {}).get("matchLabels") or {}),
+                                                     "pod-template-hash": digest}},
+                        "template": {**template, "metadata": {**tmd, "labels": labels}},
+                    },
+                }
+                self.ignore_missing(lambda: self.api.post(f"/apis/apps/v1/namespaces/{ns}/replicasets", body))
+            elif int((current.get("spec") or {}).get("replicas", 1)) != want:
+                self.ignore_missing(lambda: self.api.patch(self.replicasets.path(current), {"spec": {"replicas": want}}))
+            for old in mine:
+                if old["metadata"]["name"] != name and int((old.get("spec") or {}).get("replicas", 1)) != 0:
+                    self.ignore_missing(lambda: self.api.patch(self.replicasets.path(old), {"spec": {"replicas": 0}}))
+            ready = sum(int((rs.get("status") or {}).get("readyReplicas", 0)) for rs in mine)
+            status = {"replicas": want, "readyReplicas": ready, "availableReplicas": ready,
+                      "observedGeneration": md.get("generation", 1)}
+            if {k: (d.get("status") or {}).get(k, 0) for k in status} != status:
+                self.ignore_missing(lambda: self.api.patch(f"{self.deployments.path(d)}/status", {"status": status}))
+
+
 class JobController(Controller):
     """batch/v1 Jobs, as far as the suites use them: ``parallelism`` pods at a time until
     ``completions`` succeeded (any one, without completions), failed pods replaced up to
@@ -514,6 +571,7 @@ class ControllerManager:
             GarbageCollector(cp, inf),
             ReplicaSetController(cp, inf[("apps/v1", "ReplicaSet")], inf[("v1", "Pod")]),
             ReplicaSetController(cp, inf[("v1", "ReplicationController")], inf[("v1", "Pod")]),
+            DeploymentController(cp, inf[("apps/v1", "Deployment")], inf[("apps/v1", "ReplicaSet")]),
             JobController(cp, inf[("batch/v1", "Job")], inf[("v1", "Pod")]),
             PVCProtectionController(cp, inf[("v1", "PersistentVolumeClaim")], inf[("v1", "Pod")]),
         ]

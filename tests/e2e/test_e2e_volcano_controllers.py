@@ -248,3 +248,78 @@ def test_cli_reads_the_config_where_the_cluster_keeps_it(e2e, volcano_dir) -> No
         md = saved["metadata"]
         api.create({"apiVersion": "v1", "kind": "ConfigMap", "data": saved["data"],
                     "metadata": {"name": md["name"], "namespace": md["namespace"], "labels": md.get("labels") or {}}})
+
+
+def test_deployment_pods_get_their_podgroup_from_volcano_and_bind(e2e, volcano_dir) -> None:
+    """A Deployment (its ReplicaSet and pods made by the kube-controller-manager stand-ins, the
+    only part not played by Volcano's real controllers): Volcano's PodGroup controller gives the
+    ReplicaSet's pods one PodGroup, with the Deployment's ``volcano.sh/*`` annotations inherited
+    through the ReplicaSet; tidesched binds them, and a scale-out joins the same PodGroup."""
+    from kcm import DeploymentController, Informer, ReplicaSetController
+
+    api, ns = e2e.api, e2e.ns
+    create_node(api, "node-a", cpu="8", memory="32Gi")
+    create_queue(api, "serving")
+    labels = {"app": "chat"}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "chat", "namespace": ns, "annotations": {"volcano.sh/preemptable": "false"}},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels, "annotations": {"scheduling.volcano.sh/queue-name": "serving"}},
+                "spec": {"schedulerName": "volcano",
+                         "containers": [{"name": "main", "image": "busybox",
+                                         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+            },
+        },
+    }
+    informers = {
+        kind: Informer(e2e.cp, coll, kind, av, True)
+        for coll, kind, av in (("/apis/apps/v1/deployments", "Deployment", "apps/v1"),
+                               ("/apis/apps/v1/replicasets", "ReplicaSet", "apps/v1"),
+                               ("/api/v1/pods", "Pod", "v1"))
+    }
+    controllers = [DeploymentController(e2e.cp, informers["Deployment"], informers["ReplicaSet"]),
+                   ReplicaSetController(e2e.cp, informers["ReplicaSet"], informers["Pod"])]
+    for i in informers.values():
+        i.start()
+    for c in controllers:
+        c.start()
+    try:
+        api.post(f"/apis/apps/v1/namespaces/{ns}/deployments", deployment)
+        e2e.scheduler((volcano_dir / "volcano-scheduler.conf").read_text())
+        rs = wait_until(lambda: api.items(f"/apis/apps/v1/namespaces/{ns}/replicasets"), 30, "the ReplicaSet")[0]
+        shared = f"podgroup-{rs['metadata']['uid']}"
+
+        def chat_pods() -> dict:
+            return {n: p for n, p in pods(api, ns).items() if n.startswith("chat-")}
+
+        wait_until(lambda: len(chat_pods()) == 3 and set(chat_pods()) <= set(bound(api, ns)), 60,
+                   "the Deployment's three pods to bind")
+        wait_until(lambda: all((p["metadata"].get("annotations") or {}).get(GROUP_NAME) == shared
+                               for p in chat_pods().values()), 30, "Volcano's PodGroup controller to annotate them")
+        pg = podgroup(api, ns, shared)
+        assert pg["spec"]["minMember"] == 1 and pg["spec"]["queue"] == "serving"
+        assert pg["metadata"]["annotations"].get("volcano.sh/preemptable") == "false"  # from the ReplicaSet
+        assert (pg["metadata"]["ownerReferences"][0]["kind"], pg["metadata"]["ownerReferences"][0]["name"]) == \
+            ("ReplicaSet", rs["metadata"]["name"])
+        wait_until(lambda: (podgroup(api, ns, shared).get("status") or {}).get("running") == 3, 30,
+                   "the PodGroup Running with three pods")
+
+        # Scale out (what an HPA does): the new pods join the same PodGroup and bind.
+        api.patch(f"/apis/apps/v1/namespaces/{ns}/deployments/chat", {"spec": {"replicas": 5}})
+        wait_until(lambda: len(chat_pods()) == 5 and set(chat_pods()) <= set(bound(api, ns)), 60,
+                   "the scaled-out pods to bind")
+        wait_until(lambda: (podgroup(api, ns, shared).get("status") or {}).get("running") == 5, 30,
+                   "the PodGroup counting five running pods")
+        assert len(api.items(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups")) == 1
+    finally:
+        for c in controllers:
+            c.stop()
+        for i in informers.values():
+            i.stop()
+        errors = [e for c in controllers for e in c.errors]
+        assert not errors, errors
