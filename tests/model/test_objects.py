@@ -55,6 +55,23 @@ def test_requests_default_to_limits_and_init_containers_take_max() -> None:
     assert not p.init_resreq.is_best_effort()
 
 
+def test_nonzero_request_defaults_each_container_naming_no_request() -> None:
+    """kube-scheduler's scorers count a container that names no cpu (memory) request as 100m
+    (200Mi); one that names 0 counts 0; a limit stands for the request; init containers and
+    the overhead as in init_resreq."""
+    mi = 1024**2
+    raw = pod("p", cpu=None, memory=None)
+    raw["spec"]["containers"] = [
+        {"name": "a"},  # nothing named: 100m, 200Mi
+        {"name": "b", "resources": {"requests": {"cpu": "0"}, "limits": {"memory": "1Gi"}}},  # 0, 1Gi
+    ]
+    assert parse_pod(raw).nonzero_request == (100.0, 200 * mi + 1024 * mi)
+    raw["spec"]["initContainers"] = [{"name": "i", "resources": {"requests": {"cpu": "2"}}}]  # 2000m, 200Mi
+    raw["spec"]["overhead"] = {"cpu": "50m", "memory": "10Mi"}
+    assert parse_pod(raw).nonzero_request == (2050.0, 1234 * mi)
+    assert parse_pod(pod("q", cpu="1", memory="1Gi")).nonzero_request == (1000.0, 1024 * mi)
+
+
 def test_best_effort_pod_ignores_pods_resource() -> None:
     p = parse_pod(pod("p", cpu=None, memory=None))
     assert p.init_resreq.is_best_effort()

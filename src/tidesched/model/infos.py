@@ -73,6 +73,7 @@ class TaskInfo:
         "req_vec",
         "init_vec",
         "check_cols",
+        "nonzero_req",
         "template_key",
         "fit_error",
         "order_key",
@@ -100,6 +101,7 @@ class TaskInfo:
         self.req_vec: np.ndarray | None = None
         self.init_vec: np.ndarray | None = None
         self.check_cols: np.ndarray | None = None
+        self.nonzero_req: np.ndarray | None = None  # (cpu, memory) as Pod.nonzero_request
         self.template_key: Any = None
         self.fit_error: Any = None
         self.order_key: Any = None

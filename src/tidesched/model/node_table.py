@@ -9,6 +9,14 @@ Accounting follows Volcano's NodeInfo.AddTask/RemoveTask: a Releasing task holds
 resources (used) and also counts as releasing; a Pipelined task reserves future-idle only.
 ``idle = allocatable - used`` and ``future_idle = idle + releasing - pipelined``.
 
+The resource scorers (nodeorder) see a node as kube-scheduler's NodeInfo that Volcano keeps
+beside its own: the pods the node held when the session opened (Releasing ones too), plus
+those allocated or pipelined there since, less those evicted since (Volcano's event handlers
+add and remove pods as the session moves them). ``held`` sums those pods' requests as
+kube-scheduler counts them (init containers and overhead included, ``init_vec``) and
+``held_nonzero`` their cpu and memory with kube-scheduler's defaults for a container that
+names none (``Pod.nonzero_request``).
+
 The last column is the node's pod slots (Volcano adds ``pods: 1`` to every task request,
 GetPodResourceRequest): allocatable is the node's pod capacity and every task takes one, so
 an evicted pod frees a slot in FutureIdle. It takes part in fit checks only; ``resource()``
@@ -34,6 +42,12 @@ PODS = "pods"
 
 def occupies_node(task: TaskInfo) -> bool:
     return bool(task.node_name) and task.status not in _NOT_ON_NODE
+
+
+def held_for_scoring(task: TaskInfo) -> bool:
+    """Whether the scorers' view of the node holds ``task`` (see the module docstring): every
+    task on it but one evicted in this session (Releasing now, not when the session opened)."""
+    return task.status != TaskStatus.RELEASING or task.pod.status == TaskStatus.RELEASING
 
 
 def required_affinity_terms(task: TaskInfo, kind: str) -> list[Mapping[str, Any]]:
@@ -93,6 +107,8 @@ class NodeTable:
             self.allocatable[i] = self.vector(node.allocatable)
             self.allocatable[i, self.pods_col] = node.allocatable.max_task_num
         self.used = np.zeros((n, d))
+        self.held = np.zeros((n, d))
+        self.held_nonzero = np.zeros((n, 2))
         self.releasing = np.zeros((n, d))
         self.pipelined = np.zeros((n, d))
         self._rp_shared = False
@@ -129,7 +145,7 @@ class NodeTable:
             "anti_affinity_pods",
         ):
             setattr(new, name, getattr(self, name))
-        for name in ("used", "idle", "future_idle", "pod_count"):
+        for name in ("used", "held", "held_nonzero", "idle", "future_idle", "pod_count"):
             setattr(new, name, getattr(self, name).copy())
         # Releasing and pipelined amounts are rare (and read here only): both tables share
         # them until either first changes one (_own_rp).
@@ -222,6 +238,7 @@ class NodeTable:
             if init[j] <= 0:
                 check[j] = -np.inf
         task.check_cols = check
+        task.nonzero_req = np.array(task.pod.nonzero_request, dtype=float)
 
     def resource(self, row: np.ndarray) -> Resource:
         """A Resource from one row (for plugins that reason in Resources)."""
@@ -337,6 +354,9 @@ class NodeTable:
             self.pipelined[i] += vec
         else:
             self.used[i] += vec
+        if held_for_scoring(task):
+            self.held[i] += task.init_vec
+            self.held_nonzero[i] += task.nonzero_req
         self.pod_count[i] += 1
         row = self._row(i)
         before = row.get(task.uid)
@@ -356,6 +376,9 @@ class NodeTable:
             self.pipelined[i] -= vec
         else:
             self.used[i] -= vec
+        if held_for_scoring(task):
+            self.held[i] -= task.init_vec
+            self.held_nonzero[i] -= task.nonzero_req
         self.pod_count[i] -= 1
         self.anti_affinity_pods -= _holds_anti_affinity(self._row(i).pop(task.uid, None))
         self._refresh(i)

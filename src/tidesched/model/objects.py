@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
 from typing import Any
 
+from tidesched.rules.scoring import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 from tidesched.rules.selectors import CompiledLabelSelector, SelectorError, compile_label_selector
 from tidesched.rules.taints import parse_toleration
 from tidesched.rules.topology_spread import SpreadConstraint, parse_spread_constraints
@@ -146,20 +147,30 @@ class Pod:
     raw_spec: Mapping[str, Any] = field(repr=False)
     # spec.topologySpreadConstraints, selectors compiled (matchLabelKeys merged in)
     spread_constraints: tuple[SpreadConstraint, ...] = ()
+    # (milli-cpu, memory bytes) as kube-scheduler's resource scorers count the pod: a container
+    # naming no cpu (memory) request counts 100m (200Mi), init containers as in init_resreq
+    # (the larger of them and the app containers' sum), plus the overhead.
+    nonzero_request: tuple[float, float] = (float(DEFAULT_MILLI_CPU_REQUEST), float(DEFAULT_MEMORY_REQUEST))
 
     @property
     def key(self) -> str:
         return self.meta.key
 
 
-def _container_request(container: Mapping[str, Any], field_name: str) -> Resource:
+def _container_request(container: Mapping[str, Any], field_name: str) -> tuple[Resource, float, float]:
+    """The container's requests, and its cpu and memory as kube-scheduler's scorers count
+    them: a request the container does not name at all counts as 100m cpu / 200Mi memory
+    (one named as 0 counts 0)."""
     res = _mapping(container, "resources", f"{field_name}.resources")
     requests = dict(_mapping(res, "requests", f"{field_name}.resources.requests"))
     # The API server defaults a missing request to the limit; manifests read offline are not
     # defaulted, so do it here.
     for name, value in _mapping(res, "limits", f"{field_name}.resources.limits").items():
         requests.setdefault(name, value)
-    return _resources(requests, f"{field_name}.resources")
+    r = _resources(requests, f"{field_name}.resources")
+    cpu = r.milli_cpu if "cpu" in requests else float(DEFAULT_MILLI_CPU_REQUEST)
+    memory = r.memory if "memory" in requests else float(DEFAULT_MEMORY_REQUEST)
+    return r, cpu, memory
 
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -218,16 +229,24 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
     spec = _mapping(obj, "spec", "spec")
     status = _mapping(obj, "status", "status")
     resreq = Resource()
+    nz_cpu = nz_memory = 0.0
     for i, c in enumerate(mappings(spec, "containers", "spec.containers")):
-        resreq.add(_container_request(c, f"spec.containers[{i}]"))
+        r, cpu, memory = _container_request(c, f"spec.containers[{i}]")
+        resreq.add(r)
+        nz_cpu += cpu
+        nz_memory += memory
     init_resreq = resreq.clone()
     for i, c in enumerate(mappings(spec, "initContainers", "spec.initContainers")):
-        init_resreq.set_max_resource(_container_request(c, f"spec.initContainers[{i}]"))
+        r, cpu, memory = _container_request(c, f"spec.initContainers[{i}]")
+        init_resreq.set_max_resource(r)
+        nz_cpu, nz_memory = max(nz_cpu, cpu), max(nz_memory, memory)
     overhead = spec.get("overhead")
     if overhead:
         ov = _resources(overhead, "spec.overhead")
         resreq.add(ov)
         init_resreq.add(ov)
+        nz_cpu += ov.milli_cpu
+        nz_memory += ov.memory
 
     host_ports: list[HostPort] = []
     for i, c in enumerate(mappings(spec, "containers", "spec.containers")):
@@ -283,6 +302,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         preemptable=pod_preemptable(meta.annotations, meta.labels),
         raw_spec=spec,
         spread_constraints=spread,
+        nonzero_request=(nz_cpu, nz_memory),
     )
 
 

@@ -19,8 +19,11 @@ Registers NodeOrderFn: for the candidate rows of a task,
 Arguments ``<name>.weight`` as Volcano; weight 0 disables a scorer. The ``imagelocality``
 weight is accepted; image data is not part of the snapshot, so image locality scores 0.
 
-Node "requested" is the node's summed pod requests plus the incoming pod's (kube-scheduler's
-non-zero defaults of 100m CPU / 200Mi are applied to the incoming pod only).
+Node "requested" is what kube-scheduler's NodeInfo for the node would hold (``NodeTable.held``:
+the node's pods, less those evicted this session, plus those pipelined there) plus the incoming
+pod. Least/Most allocated count every one of those pods with kube-scheduler's non-zero defaults
+(100m CPU / 200Mi for a container naming no request); BalancedAllocation counts requests as
+named and leaves out ``nvidia.com/gpu`` for a pod that requests none.
 """
 
 from __future__ import annotations
@@ -262,38 +265,43 @@ class NodeOrderPlugin(Plugin):
     def _resource_compute(self, task: "TaskInfo") -> tuple[object, Any]:
         """The request shape's cache key, and least/most/balanced for given rows (all when
         None) as a fresh array; made once per request shape."""
-        assert task.req_vec is not None
-        shape = task.req_vec.tobytes()
+        assert task.init_vec is not None and task.nonzero_req is not None
+        shape = task.init_vec.tobytes() + task.nonzero_req.tobytes()
         got = self._computes.get(shape)
         if got is None:
             got = self._computes[shape] = self._make_resource_compute(task)
         return got
 
     def _make_resource_compute(self, task: "TaskInfo") -> tuple[object, Any]:
+        """Least/Most allocated over cpu and memory count the node's pods and the incoming one
+        with kube-scheduler's defaults for unnamed requests (``held_nonzero``,
+        ``nonzero_req``); BalancedAllocation counts their requests as named (``held``,
+        ``init_vec``) over cpu, memory and the GPU column, leaving out the GPU when the pod
+        requests none (kube-scheduler bypasses an extended resource the pod does not ask for)."""
         w = self.weights
         table = self.ssn.table
-        req_vec = task.req_vec
-        assert req_vec is not None
-        cpu = req_vec[0] if req_vec[0] > 0 else scoring.DEFAULT_MILLI_CPU_REQUEST
-        mem = req_vec[1] if req_vec[1] > 0 else scoring.DEFAULT_MEMORY_REQUEST
-        nonzero = np.array([cpu, mem])
-        cols = self.balanced_cols
-        balanced_req = req_vec[cols]
+        pod_req = task.init_vec
+        assert pod_req is not None and task.nonzero_req is not None
+        nonzero = task.nonzero_req
+        cols = [c for c in self.balanced_cols if c < 2 or pod_req[c] > 0]
+        balanced_req = pod_req[cols]
         use_balanced = bool(w["balancedresource"] and np.any(balanced_req > 0))
 
         wl, wm, wb = w["leastrequested"], w["mostrequested"], w["balancedresource"]
         nz0, nz1 = nonzero.tolist()
         breq = balanced_req.tolist()
-        alloc_rows, used_rows = table.allocatable, table.used
-        two_balanced = cols == [0, 1]  # no GPU column: BalancedAllocation over cpu, memory
+        alloc_rows, held_rows, held_nz_rows = table.allocatable, table.held, table.held_nonzero
+        two_balanced = cols == [0, 1]  # BalancedAllocation over cpu and memory only
 
         def compute_rows(rows: np.ndarray) -> np.ndarray:
             values = []
             for i in rows.tolist():
                 alloc = alloc_rows[i].tolist()
-                used = used_rows[i].tolist()
+                held = held_rows[i].tolist()
                 a0, a1 = alloc[0], alloc[1]
-                r0, r1 = used[0] + nz0, used[1] + nz1
+                r0, r1 = held_nz_rows[i].tolist()
+                r0 += nz0
+                r1 += nz1
                 v = 0.0
                 if wl:
                     v += wl * _least2(a0, a1, r0, r1)
@@ -301,9 +309,9 @@ class NodeOrderPlugin(Plugin):
                     v += wm * _most2(a0, a1, r0, r1)
                 if use_balanced:
                     if two_balanced:
-                        v += wb * _balanced2(a0, a1, used[0] + breq[0], used[1] + breq[1])
+                        v += wb * _balanced2(a0, a1, held[0] + breq[0], held[1] + breq[1])
                     else:
-                        v += wb * _balanced_row([alloc[c] for c in cols], [used[c] + b for c, b in zip(cols, breq)])
+                        v += wb * _balanced_row([alloc[c] for c in cols], [held[c] + b for c, b in zip(cols, breq)])
                 values.append(v)
             return np.array(values)
 
@@ -314,18 +322,18 @@ class NodeOrderPlugin(Plugin):
             out = np.zeros(len(table) if rows is None else len(rows))
             if w["leastrequested"] or w["mostrequested"]:
                 alloc = table.allocatable[sel, :2]
-                req = table.used[sel, :2] + nonzero
+                req = table.held_nonzero[sel] + nonzero
                 if w["leastrequested"]:
                     out += w["leastrequested"] * _least(alloc, req)
                 if w["mostrequested"]:
                     out += w["mostrequested"] * _most(alloc, req)
             if use_balanced:
                 alloc = table.allocatable[sel][:, cols]
-                req = table.used[sel][:, cols] + balanced_req
+                req = table.held[sel][:, cols] + balanced_req
                 out += w["balancedresource"] * _balanced(alloc, req)
             return out
 
-        key = ("nodeorder", nonzero.tobytes(), balanced_req.tobytes() if use_balanced else b"")
+        key = ("nodeorder", nonzero.tobytes(), tuple(cols), balanced_req.tobytes() if use_balanced else b"")
         return key, compute
 
     @staticmethod
