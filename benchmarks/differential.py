@@ -30,8 +30,10 @@ and plugins with v1.7.0's variant of the parts concerned (``differential_v170.py
 preempt, reclaim, the PodGroup phase, binpack, proportion — each difference listed there with
 its master commit, and in docs/fidelity.md), gives vc-scheduler's outcome, with vc-scheduler's
 random choices drawn from one of a few seeds; the explanation names the differences that
-acted. A mismatch is also explained when a rerun of vc-scheduler (``--reruns``) gives
-tidesched's outcome (Volcano's own randomness). The rest is *unexplained*. Every mismatch is
+acted. A mismatch is also explained as Volcano's own randomness when a rerun of vc-scheduler
+(``--reruns``) gives tidesched's outcome, or when tidesched's own rules, replayed with equal node
+scores broken at random as vc-scheduler breaks them (tidesched takes the first by name), give
+vc-scheduler's outcome under one of a few draws. The rest is *unexplained*. Every mismatch is
 written to ``--out``/seed-N/ (or PRESET-N/): world.json, objects.yaml and scheduler.conf,
 both outcomes, the reruns, the differences, the verdict and both schedulers' logs; replay it
 with ``--only N``, ``--preset NAME`` or ``--replay DIR`` (``--local``: through tidesched's core
@@ -1051,6 +1053,8 @@ def compare(world: World, vc: Outcome, ts: Outcome) -> list[Diff]:
 # drawn from one of a few seeds — while the plain replay gives tidesched's live outcome. The
 # explanation names the differences that acted in that replay; a part needed for the match in
 # which no listed difference acted is no explanation (a difference not listed yet, or a bug).
+# Failing that, tidesched's own rules replayed with vc-scheduler's random tie-breaks (no v1.7.0
+# part) may give vc-scheduler's outcome: Volcano's luck (RANDOM_CHOICE), not a difference.
 
 
 @dataclass
@@ -1070,12 +1074,18 @@ class Explanation:
 
         if self.note:
             return self.note
+        if self.keys == [RANDOM_CHOICE]:
+            return ("Volcano's random choices: tidesched's own rules give vc-scheduler's outcome with equal "
+                    f"node scores broken as drawn by seed {self.seed} (tidesched takes the first by name)")
         names = ", ".join(f"{k} (master {DIFFERENCES[k].commit})" for k in self.keys)
         chance = "" if self.seed is None else f"; vc-scheduler's random choices as drawn by seed {self.seed}"
         return f"Volcano v1.7.0 vs master: {names}{chance}"
 
 
 EMULATION_SEEDS = 64
+# A mismatch that Volcano's own randomness explains (a rerun of vc-scheduler, or a replay of
+# tidesched's rules with vc-scheduler's random tie-breaks) rather than a v1.7.0/master difference.
+RANDOM_CHOICE = "volcano-random-choice"
 
 
 def _matches(world: World, out: Outcome, samples: list[Outcome]) -> bool:
@@ -1084,8 +1094,9 @@ def _matches(world: World, out: Outcome, samples: list[Outcome]) -> bool:
 
 def explain(world: World, vc_samples: list[Outcome], ts: Outcome) -> Explanation | None:
     """An explanation of why vc-scheduler's outcomes (``vc_samples``: its runs of the world)
-    differ from tidesched's ``ts``, or None when the v1.7.0 replay reproduces none of them."""
-    from differential_v170 import DIFFERENCES, PARTS, Fired
+    differ from tidesched's ``ts``, or None when neither the v1.7.0 replay nor a replay of
+    tidesched's rules with Volcano's random tie-breaks reproduces any of them."""
+    from differential_v170 import PARTS
 
     vc_samples = [s for s in vc_samples if s.settled and compare(world, s, ts)]
     if not ts.settled or not vc_samples:
@@ -1098,7 +1109,28 @@ def explain(world: World, vc_samples: list[Outcome], ts: Outcome) -> Explanation
     conf = yaml.safe_load(world.config)
     plugins = {p["name"] for t in conf.get("tiers") or [] for p in t.get("plugins") or []}
     actions = {a.strip() for a in conf["actions"].split(",")}
-    parts = [p for p in PARTS if p in actions or p in plugins or p == "session"]
+    parts = [p for p in PARTS if p in actions or p in plugins or p == "session"
+             or (p == "victims" and actions & {"preempt", "reclaim"})]
+    expl = _explain_by_v170(world, vc_samples, parts)
+    if expl is not None and expl.explains:
+        return expl
+    return _explain_by_luck(world, vc_samples) or expl
+
+
+def _explain_by_luck(world: World, vc_samples: list[Outcome]) -> Explanation | None:
+    """tidesched's own rules with equal node scores broken at random, as Volcano breaks them:
+    an explanation when some draw gives one of vc-scheduler's outcomes."""
+    for seed in range(1, EMULATION_SEEDS + 1):
+        if _matches(world, local_run(world, seed=seed), vc_samples):
+            return Explanation([RANDOM_CHOICE], [], seed, {RANDOM_CHOICE: f"ties drawn by seed {seed}"})
+    return None
+
+
+def _explain_by_v170(world: World, vc_samples: list[Outcome], parts: list[str]) -> Explanation | None:
+    """The replay with v1.7.0's variant of ``parts`` (then of as few of them as still give
+    vc-scheduler's outcome), and the listed differences that acted in it."""
+    from differential_v170 import DIFFERENCES, Fired
+
     found: tuple[int | None, Outcome] | None = None
     for seed in (None, *range(1, EMULATION_SEEDS + 1)):
         out = local_run(world, v170=frozenset(parts), seed=seed)
@@ -1113,6 +1145,10 @@ def explain(world: World, vc_samples: list[Outcome], ts: Outcome) -> Explanation
         trial = [q for q in keep if q != p]
         if _matches(world, local_run(world, v170=frozenset(trial), seed=seed), vc_samples):
             keep = trial
+    if not keep:
+        # tidesched's own rules give vc-scheduler's outcome once ties are drawn as Volcano
+        # draws them (the plain replay, ties by node name, gave tidesched's).
+        return Explanation([RANDOM_CHOICE], [], seed, {RANDOM_CHOICE: f"ties drawn by seed {seed}"})
     fired = Fired()
     local_run(world, v170=frozenset(keep), seed=seed, fired=fired)
     keys = [k for k in DIFFERENCES if k in fired.seen]
@@ -1185,6 +1221,8 @@ class Runner:
         verdict = Verdict(world.seed, world.kind, "match", [str(d) for d in diffs],
                           table=summary_table(world, vc, ts))
         if diffs:
+            # Set aside before the reruns write theirs to the same file.
+            self._keep_log(vc, "vc-scheduler-first")
             samples = [vc]
             expl = explain(world, samples, ts)
             for i in range(reruns):
@@ -1197,7 +1235,7 @@ class Runner:
                     verdict.status = "explained"
                     verdict.explanation = (f"vc-scheduler's rerun {i + 1} gave tidesched's outcome: "
                                            "Volcano's random choices (equal node scores, Go map order)")
-                    verdict.keys = ["volcano-random-choice"]
+                    verdict.keys = [RANDOM_CHOICE]
                     break
                 expl = explain(world, samples, ts)
             if verdict.status == "match":

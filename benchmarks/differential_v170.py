@@ -10,7 +10,10 @@ would have, so an explanation names only the differences that actually acted in 
 
 The emulation makes the choices vc-scheduler makes at random (equal node scores, Go map order
 of nodes, queues and a node's tasks) deterministically, in name order; where those choices
-matter the outcome may equal only one of vc-scheduler's runs, or none.
+matter the outcome may equal only one of vc-scheduler's runs, or none. With a seed they are
+drawn at random instead, in the emulated parts and in tidesched's own allocate, backfill and
+preempt alike (:func:`_random_ties`), so a replay without any v1.7.0 part shows what Volcano's
+luck alone can give.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
-from tidesched.actions.victims import validate_victims
+from tidesched.actions.reclaim.steps import reclaimees as reclaimees_of
+from tidesched.actions.victims import candidate_nodes, validate_victims
 from tidesched.framework.decisions import FitErrors
 from tidesched.framework.placement import no_node_errors
 from tidesched.framework.queues import PriorityQueue
@@ -85,7 +89,7 @@ DIFFERENCES: dict[str, Difference] = {d.key: d for d in (
         "preempt-candidate-nodes", "preempt",
         "only nodes passing every plugin predicate are tried",
         "every node but those whose predicate failure eviction cannot resolve is tried",
-        "c9a9f6d2c"),
+        "7bee28e39 (refined by 8a3a6d238, c9a9f6d2c)"),
     Difference(
         "preempt-within-job-commits-failures", "preempt",
         "within a job, victims need not be preemptable, and a failed attempt's evictions are committed",
@@ -120,6 +124,17 @@ DIFFERENCES: dict[str, Difference] = {d.key: d for d in (
         "in Go map order)",
         "in victim order (BuildVictimsPriorityQueue: reverse job order, reverse task order)",
         "836fea251"),
+    Difference(
+        "reclaim-candidate-nodes", "reclaim",
+        "only nodes passing every plugin predicate are tried (a node out of pod slots is not)",
+        "every node but those whose predicate failure eviction cannot resolve is tried",
+        "7bee28e39 (refined by 8a3a6d238, c9a9f6d2c)"),
+    Difference(
+        "victims-empty-tier-stops-later-tiers", "victims",
+        "once a plugin of some tier has named victims, a tier whose plugins end with none leaves "
+        "every later tier's answer empty too (the intersection's start flag spans the tiers)",
+        "each tier starts its intersection afresh, so a later tier may still name victims",
+        "7976b63e2"),
     Difference(
         "reclaim-checks-allocatable", "reclaim",
         "a reclaiming task must pass Allocatable (its queue's share)",
@@ -490,7 +505,12 @@ def reclaim(ssn: Session) -> None:
             continue
         starving = ssn.job_starving(job)
         assigned = False
-        passed = ssn.predicate_mask(task)
+        pred = ssn.predicate(task)
+        passed = pred.passed
+        for row in np.flatnonzero(candidate_nodes(ssn, task, pred) & ~passed).tolist():
+            if reclaimees_of(ssn, job, int(row)):
+                _fire("reclaim-candidate-nodes", f"{task.key}: {table.names[int(row)]} not tried")
+                break
         # vc-scheduler walks the nodes, and a node's tasks, in Go map order.
         for row in _shuffled([int(r) for r in np.flatnonzero(passed)]):
             reclaimees = []
@@ -551,6 +571,45 @@ def pod_group_phase(self: Session, job: "JobInfo", unschedulable: bool) -> str:
     if job.phase != PodGroupPhase.INQUEUE:
         return PodGroupPhase.PENDING
     return job.phase
+
+
+# ------------------------------------------------------------------------------------------
+# Preemptable / Reclaimable across tiers
+
+
+def _victims_v170(self: Session, hook: str, actor: "TaskInfo", candidates: list["TaskInfo"]) -> list["TaskInfo"]:
+    """v1.7.0's Preemptable and Reclaimable: per tier the intersection of the plugins' answers,
+    an empty answer ending the tier, the first tier with victims deciding; but the flag that
+    says "the intersection has started" is set once for all tiers, so after a tier that ended
+    empty, a later tier's answers intersect with nothing."""
+    from tidesched.framework.plugin import ABSTAIN
+
+    victims: list["TaskInfo"] | None = None
+    started = False
+    for tier in self._chain(hook):
+        for _name, fn in tier:
+            chosen, vote = fn(actor, candidates)
+            if vote == ABSTAIN:
+                continue
+            if not chosen:
+                victims = None
+                break
+            if not started:
+                victims, started = list(chosen), True
+            else:
+                keep = {t.uid for t in chosen}
+                victims = [v for v in victims or () if v.uid in keep] or None
+        if victims:
+            break
+    got = victims or []
+    master = _SAVED_VICTIMS[0](self, hook, actor, candidates)
+    if [t.uid for t in got] != [t.uid for t in master]:
+        _fire("victims-empty-tier-stops-later-tiers",
+              f"{hook} for {actor.key}: {len(got)} victims, not {len(master)}")
+    return got
+
+
+_SAVED_VICTIMS: list[Callable[..., list["TaskInfo"]]] = []
 
 
 # ------------------------------------------------------------------------------------------
@@ -705,7 +764,66 @@ def _proportion_v170() -> type:
 
 
 PLUGIN_VARIANTS: dict[str, Callable[[], type]] = {"binpack": _binpack_v170, "proportion": _proportion_v170}
-PARTS = ("allocate", "preempt", "reclaim", "session", *PLUGIN_VARIANTS)
+PARTS = ("allocate", "preempt", "reclaim", "session", "victims", *PLUGIN_VARIANTS)
+
+
+# ------------------------------------------------------------------------------------------
+# vc-scheduler's random choices in tidesched's own actions
+#
+# tidesched takes the first node by name among equal scores where Volcano (v1.7.0 and master
+# alike) takes one at random (SelectBestNode) or in the order its parallel predicate pass
+# happened to find them (preempt). With a seed, the replay of tidesched's own rules draws those
+# ties as the emulated v1.7.0 parts do: a world whose vc-scheduler outcome master's rules give
+# under some draw is Volcano's luck, not a difference.
+
+
+def _top_rows(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    if not len(scores):
+        return np.zeros(0, dtype=np.int64)
+    masked = np.where(candidates, scores, -np.inf)
+    top = masked.max()
+    return np.zeros(0, dtype=np.int64) if top == -np.inf else np.flatnonzero(masked == top)
+
+
+def _draw(rows: np.ndarray) -> int | None:
+    if not len(rows):
+        return None
+    return int(rows[_RNG[-1].randrange(len(rows))]) if _RNG and len(rows) > 1 else int(rows[0])
+
+
+def _random_best_row(scores: np.ndarray, candidates: np.ndarray) -> int | None:
+    return _draw(_top_rows(scores, candidates))
+
+
+def _random_best_node(ssn: Session, task: "TaskInfo", candidates: np.ndarray) -> int | None:
+    scores = ssn.node_order_all(task)
+    if scores is None:
+        idx = np.flatnonzero(candidates)
+        if len(idx) <= 1:
+            return int(idx[0]) if len(idx) else None
+        scores = np.full(len(candidates), -np.inf)
+        scores[idx] = np.asarray(ssn.node_order(task, idx), dtype=float)
+    return _draw(_top_rows(scores, candidates))
+
+
+@contextlib.contextmanager
+def _random_ties() -> Iterator[None]:
+    import tidesched.actions.backfill as backfill
+    import tidesched.actions.preempt as master_preempt
+    import tidesched.actions.reclaim.gang as gang
+    import tidesched.framework.placement as placement
+
+    patches = [(placement, "_best_row", _random_best_row), (placement, "best_node", _random_best_node),
+               (backfill, "best_node", _random_best_node), (gang, "best_node", _random_best_node),
+               (master_preempt, "_rows_by_score", _rows_by_score)]
+    saved = [(m, name, getattr(m, name)) for m, name, _ in patches]
+    try:
+        for m, name, fn in patches:
+            setattr(m, name, fn)
+        yield
+    finally:
+        for m, name, fn in saved:
+            setattr(m, name, fn)
 
 
 @contextlib.contextmanager
@@ -713,16 +831,24 @@ def emulating(parts: set[str] | frozenset[str], fired: Fired | None = None,
               seed: int | None = None) -> Iterator[Fired]:
     """Within the block, tidesched's sessions run v1.7.0's variant of each part named
     (:data:`PARTS`) and report what fired; with ``seed``, vc-scheduler's random choices are
-    drawn from ``random.Random(seed)`` (else name order)."""
+    drawn from ``random.Random(seed)`` (else name order), in the emulated parts and in
+    tidesched's own actions alike (equal node scores)."""
+    from tidesched.framework.hooks import SessionHooks
+
     load_registries()
     fired = fired if fired is not None else Fired()
     saved_actions = {name: ACTIONS[name] for name in ("allocate", "preempt", "reclaim")}
     saved_phase = Session.pod_group_phase
+    saved_victims = SessionHooks._victims
     saved_plugins = dict(PLUGINS)
+    ties = _random_ties() if seed is not None else contextlib.nullcontext()
     try:
         for part in parts:
             if part == "session":
                 Session.pod_group_phase = pod_group_phase  # type: ignore[method-assign]
+            elif part == "victims":
+                _SAVED_VICTIMS.append(saved_victims)
+                SessionHooks._victims = _victims_v170  # type: ignore[method-assign,assignment]
             elif part in PLUGIN_VARIANTS:
                 PLUGINS[part] = PLUGIN_VARIANTS[part]()
             else:
@@ -730,7 +856,8 @@ def emulating(parts: set[str] | frozenset[str], fired: Fired | None = None,
         _FIRED.append(fired)
         if seed is not None:
             _RNG.append(random.Random(seed))
-        yield fired
+        with ties:
+            yield fired
     finally:
         if seed is not None:
             _RNG.pop()
@@ -739,3 +866,6 @@ def emulating(parts: set[str] | frozenset[str], fired: Fired | None = None,
         PLUGINS.clear()
         PLUGINS.update(saved_plugins)
         Session.pod_group_phase = saved_phase  # type: ignore[method-assign]
+        SessionHooks._victims = saved_victims  # type: ignore[method-assign]
+        if "victims" in parts:
+            _SAVED_VICTIMS.pop()
