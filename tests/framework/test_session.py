@@ -151,6 +151,30 @@ def test_victims_intersect_within_tier_and_first_nonempty_tier_decides() -> None
     assert [t.name for t in ssn.reclaimable(actor, cands)] == ["v2"]
 
 
+def test_victims_after_a_tier_that_ended_empty_the_next_tier_starts_afresh() -> None:
+    """As master (7976b63e2): a tier whose plugins named victims and then none leaves the next
+    tier free to decide. v1.7.0 set its "started" flag once for all tiers, so the next tier's
+    answer was intersected with nothing (differential seed 2067)."""
+    ssn = _voter_session([[{"victims": ["v1", "v2"]}, {"victims": []}], [{"victims": ["v1"]}]])
+    actor = next(t for t in ssn.tasks.values() if t.name == "a")
+    cands = [t for t in ssn.tasks.values() if t.name.startswith("v")]
+    assert [t.name for t in ssn.reclaimable(actor, cands)] == ["v1"]
+
+
+def test_victims_an_empty_intersection_is_not_refilled_by_a_later_plugin_of_the_tier() -> None:
+    """Deliberately not as master (docs/fidelity.md): two plugins that agree on no victim leave
+    their tier empty; master takes a third plugin's answer whole, as if it were the first."""
+    ssn = _voter_session([[{"victims": ["v1"]}, {"victims": ["v2"]}, {"victims": ["v1", "v2"]}]])
+    actor = next(t for t in ssn.tasks.values() if t.name == "a")
+    cands = [t for t in ssn.tasks.values() if t.name.startswith("v")]
+    assert ssn.reclaimable(actor, cands) == []
+    ssn = _voter_session([[{"victims": ["v1"]}, {"victims": ["v2"]}, {"victims": ["v1", "v2"]}],
+                          [{"victims": ["v2"]}]])
+    actor = next(t for t in ssn.tasks.values() if t.name == "a")
+    cands = [t for t in ssn.tasks.values() if t.name.startswith("v")]
+    assert [t.name for t in ssn.reclaimable(actor, cands)] == ["v2"]  # the next tier decides
+
+
 def test_job_starving_first_tier_with_fns_decides() -> None:
     ssn = _voter_session([[{"starving": False}, {"starving": True}], [{"starving": True}]])
     assert ssn.job_starving(ssn.jobs["ns/pg"]) is False
