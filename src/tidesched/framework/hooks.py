@@ -379,10 +379,13 @@ class SessionHooks:
                 if victims is None:
                     victims = list(chosen)
                 else:
+                    # An empty intersection stays empty for the rest of the tier. Deliberately
+                    # not as master, which lets the next plugin's answer refill it whole
+                    # (docs/fidelity.md, "Deliberately not as master").
                     keep = {t.uid for t in chosen}
                     victims = [v for v in victims if v.uid in keep]
             if victims:
-                return victims
+                return victims  # each tier starts afresh (master 7976b63e2; v1.7.0 did not)
         return []
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
