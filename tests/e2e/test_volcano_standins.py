@@ -114,3 +114,46 @@ def test_only_shell_scripts_are_read() -> None:
     c = {"name": "c", "image": "busybox", "command": ["/bin/sh"], "args": ["-c", "sleep 1"]}
     assert script_of({"spec": {"containers": [c]}}) == ("sleep 1", "busybox")
     assert script_of({"spec": {"containers": [{"name": "c", "image": "nginx"}]}}) is None
+
+
+CONFLICT = (
+    'failed to update status of queue reclaim-q3\nUnexpected error: Operation cannot be fulfilled on '
+    'queues.scheduling.volcano.sh "reclaim-q3": the object has been modified; please apply your changes'
+)
+
+
+def _report(tmp_path: Any, message: str, stack: str) -> Any:
+    import json
+
+    spec = {
+        "LeafNodeType": "It",
+        "ContainerHierarchyTexts": ["Reclaim E2E Test"],
+        "LeafNodeText": "Reclaim Case 1",
+        "State": "failed",
+        "RunTime": 13_200_000_000,
+        "Failure": {"Message": message, "Location": {"FileName": "/src/test/e2e/util/queue.go", "LineNumber": 96,
+                                                      "FullStackTrace": stack}},
+    }
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps([{"SpecReports": [spec]}]))
+    return path
+
+
+def test_a_spec_whose_clean_up_alone_lost_the_queue_race_counts_as_passed(tmp_path: Any) -> None:
+    from volcano_suites import parse_report
+
+    stack = "util.DeleteQueue(...)\nutil.deleteQueues(...)\nutil.CleanupTestContext(0x1)\nschedulingaction.init.func6.3()"
+    [r] = parse_report(_report(tmp_path, CONFLICT, stack))
+    assert (r.state, r.cleanup_lost, r.name) == ("passed", True, "Reclaim E2E Test Reclaim Case 1")
+    assert "the object has been modified" in r.failure  # the record keeps what happened
+
+
+def test_the_same_conflict_in_a_spec_body_or_another_clean_up_failure_stays_a_failure(tmp_path: Any) -> None:
+    from volcano_suites import parse_report
+
+    body = "util.UpdateQueue(...)\nschedulingaction.init.func6.3()"
+    [r] = parse_report(_report(tmp_path, CONFLICT, body))
+    assert (r.state, r.cleanup_lost) == ("failed", False)
+    cleanup = "util.CleanupTestContext(0x1)"
+    [r] = parse_report(_report(tmp_path, "failed to wait for namespace deleted: timed out", cleanup))
+    assert (r.state, r.cleanup_lost) == ("failed", False)

@@ -67,6 +67,9 @@ class SpecResult:
     # The failure of the first run when the spec was run again (``retry_races``) and this is the
     # second run's outcome.
     first_failure: str = ""
+    # The spec's body passed and only the suite's own clean-up failed, losing the Queue status
+    # race (``lost_cleanup_race``); ``state`` then says "passed" and ``failure`` keeps the message.
+    cleanup_lost: bool = False
 
 
 @dataclass
@@ -140,7 +143,10 @@ def parse_report(path: Path) -> list[SpecResult]:
             state = str(r.get("State"))
             if state == "skipped" and not failure:
                 state = "filtered"  # left out by --focus/--skip; a spec that skips itself says why
-            out.append(SpecResult(name, state, round((r.get("RunTime") or 0) / 1e9, 1), failure.strip()))
+            result = SpecResult(name, state, round((r.get("RunTime") or 0) / 1e9, 1), failure.strip())
+            if state == "failed" and lost_cleanup_race(failure, loc.get("FullStackTrace", "")):
+                result.state, result.cleanup_lost = "passed", True
+            out.append(result)
     return out
 
 
@@ -149,6 +155,14 @@ def parse_report(path: Path) -> list[SpecResult]:
 # go; a lost race aborts the clean-up before the spec's PriorityClasses are deleted, and every
 # later spec creating them fails at once. These are the two failures that says.
 RACE_SIGNATURES = ("failed to update status of queue", "failed to create priority class")
+
+
+def lost_cleanup_race(failure: str, stack: str) -> bool:
+    """The spec failed in the suite's ``CleanupTestContext`` only, its Queue status write refused
+    with a conflict. Ginkgo keeps a spec's first failure, so a failure located in the clean-up
+    means every check of the spec's body had passed; the clean-up is not what the spec tests, and
+    the race is lost with vc-scheduler too (docs/fidelity.md)."""
+    return "CleanupTestContext" in stack and is_race(failure) and RACE_SIGNATURES[0] in failure
 
 
 def is_race(failure: str) -> bool:
@@ -310,6 +324,8 @@ def run_suite(
                     run.notes.append(f"focus missed {p.name}")
                     continue
                 r = mine[0]
+                if r.cleanup_lost:
+                    clean_leftovers(api)
                 if r.state in ("failed", "panicked", "timedout"):
                     clean_leftovers(api)
                     if retry_races:
@@ -323,6 +339,9 @@ def run_suite(
                 run.specs.append(r)
                 if r.state not in ("passed", "skipped"):
                     run.exit_code = 1
+            lost = sum(1 for r in run.specs if r.cleanup_lost)
+            if lost:
+                run.notes.append(f"{lost} spec(s) passed but lost the clean-up race (counted as passed)")
             reruns = [r for r in run.specs if r.first_failure]
             if reruns:
                 races = sum(1 for r in reruns if is_race(r.first_failure))
@@ -340,6 +359,12 @@ def run_suite(
     return run
 
 
+def _cell(spec: SpecResult | None) -> str:
+    if spec is None:
+        return "–"
+    return f"{spec.state} (clean-up lost the race)" if spec.cleanup_lost else spec.state
+
+
 def table(runs: list[SuiteRun]) -> str:
     """Spec × scheduler, for docs and the console."""
     names: list[str] = []
@@ -350,7 +375,7 @@ def table(runs: list[SuiteRun]) -> str:
     head = "| spec | " + " | ".join(r.scheduler for r in runs) + " |"
     lines = [head, "|---|" + "---|" * len(runs)]
     for n in names:
-        cells = [(r.by_name().get(n).state if r.by_name().get(n) else "–") for r in runs]  # type: ignore[union-attr]
+        cells = [_cell(r.by_name().get(n)) for r in runs]
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -385,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
             line = f"  {spec.state:8} {spec.seconds:6.1f}s  {spec.name}"
             if spec.first_failure:
                 line += f"  (run again; first: {spec.first_failure.splitlines()[0][:120]})"
+            if spec.cleanup_lost:
+                line += "  (its clean-up lost the Queue status race)"
             if spec.state not in ("passed", "skipped", "filtered"):
                 line += f"\n           {spec.failure[:400]}"
             print(line)
