@@ -1,0 +1,106 @@
+"""The base of the GPU placement policies of the FGD paper (Weng et al., USENIX ATC '23): FGD
+and its baselines Random, DotProd, GPU Clustering, GPU Packing and Best Fit, one plugin
+module each (``fgd``, ``random_node``, ``dotprod``, ``gpuclustering``, ``gpupacking``,
+``bestfit``; config names ``fgd``, ``random``, ``dotprod``, ``gpuclustering``, ``gpupacking``,
+``bestfit``).
+
+A policy scores nodes for a pod and, for a pod that takes a share of one GPU, chooses the
+device. Both read a :class:`~tidesched.model.gpu_nodes.GpuNodes` (free CPU, memory and
+per-device GPU share of each node) and are *row-local*: a node's score depends on that node
+alone, so a caller may keep scores per request shape and recompute only the nodes that
+changed. Scores follow the paper's plugins: kube-scheduler's integer scores 0–100 (the
+authors' Go code truncates), times the plugin's weight; nodes that tie are the caller's to
+break (the first in name order, as tidesched always does; the experiment can also draw among
+them, as upstream kube-scheduler does).
+
+Arguments common to every policy (``<name>`` is the config name):
+    ``<name>.weight`` (1): the score's weight (0 registers no score).
+    ``<name>.deviceSelect`` (``best``; FGD has its own): which device a shared pod gets among
+    those with room — ``best``: least free share (tightest fit), ``worst``: most free share,
+    ``random``: any, uniformly (the paper's ``gpuSelMethod``). Ties go to the lower device.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from tidesched.framework.arguments import ConfigError
+from tidesched.framework.plugin import Plugin
+from tidesched.model.gpu_nodes import FULL
+
+if TYPE_CHECKING:
+    from tidesched.framework.arguments import Arguments
+    from tidesched.model.gpu_nodes import GpuNodes, GpuRequest
+
+MAX_NODE_SCORE = 100
+MAX_SPEC_CPU = 128_000  # the paper's normalisation: the largest node's CPU (milli) …
+MAX_SPEC_GPU = 8_000  # … and GPUs (milli-GPU)
+BEST, WORST, RANDOM = "best", "worst", "random"
+DEVICE_SELECTS = (BEST, WORST, RANDOM)
+
+
+class GpuPolicy(Plugin):
+    """A GPU placement policy (see the module docstring). Subclasses implement
+    :meth:`node_scores` and, to choose the device themselves, :meth:`score_rows`."""
+
+    name: ClassVar[str] = ""
+    default_device_select: ClassVar[str] = BEST
+    draws: ClassVar[bool] = False  # adds a fresh random draw per pod (see ``draw``)
+
+    def __init__(self, arguments: "Arguments") -> None:
+        super().__init__(arguments)
+        self.weight = arguments.get_int(f"{self.name}.weight", 1)
+        self.device_select = arguments.get_str(f"{self.name}.deviceSelect", self.default_device_select)
+        if self.device_select not in DEVICE_SELECTS:
+            raise ConfigError(
+                f"{self.name}: {self.name}.deviceSelect must be one of {', '.join(DEVICE_SELECTS)}, "
+                f"got {self.device_select!r}",
+                field=f"arguments['{self.name}.deviceSelect']",
+            )
+
+    # -- what a policy computes -------------------------------------------------------------
+
+    def node_scores(self, nodes: "GpuNodes", req: "GpuRequest", rows: np.ndarray) -> np.ndarray:
+        """Scores (0–100, before the weight) of ``rows``, all of which fit ``req``."""
+        raise NotImplementedError
+
+    def score_rows(self, nodes: "GpuNodes", req: "GpuRequest", rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Scores of ``rows`` and, for a shared pod, the device each would get (-1: none, or
+        chosen only at placement, as ``random`` does)."""
+        scores = self.node_scores(nodes, req, rows)
+        if req.shared and self.device_select != RANDOM:
+            return scores, select_device(nodes, req, rows, self.device_select)
+        return scores, np.full(len(rows), -1, dtype=np.int64)
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """A policy that ``draws``: its per-pod random scores for ``n`` candidate nodes."""
+        return np.zeros(n)
+
+    def pick_device(self, nodes: "GpuNodes", i: int, req: "GpuRequest", chosen: int, rng: np.random.Generator) -> int:
+        """The device a shared pod takes on node ``i`` (``chosen``: what ``score_rows`` said)."""
+        if not req.shared:
+            return -1
+        if chosen >= 0:
+            return chosen
+        if self.device_select == RANDOM:
+            room = np.flatnonzero(nodes.dev_free[i] >= req.milli)
+            return int(room[rng.integers(len(room))])
+        return int(select_device(nodes, req, np.array([i]), self.device_select)[0])
+
+
+def select_device(nodes: "GpuNodes", req: "GpuRequest", rows: np.ndarray, how: str) -> np.ndarray:
+    """Per row, the device a shared pod gets by ``best`` or ``worst`` fit (-1 where none fits)."""
+    free = nodes.dev_free[rows]
+    room = free >= req.milli
+    if how == WORST:
+        key = np.where(room, free, -1)
+        pick = key.argmax(axis=1)
+    else:
+        key = np.where(room, free, FULL + 1)
+        pick = key.argmin(axis=1)
+    return np.where(room.any(axis=1), pick, -1)
+
+
+__all__ = ["GpuPolicy", "select_device", "MAX_NODE_SCORE", "MAX_SPEC_CPU", "MAX_SPEC_GPU", "BEST", "WORST", "RANDOM"]
