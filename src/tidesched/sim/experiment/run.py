@@ -22,7 +22,7 @@ def cached_workload(trace: str, pods: str) -> Workload:
     return load_workload(trace, pods)
 
 
-def run_one(trace: str, pods: str, spec: PolicySpec, seed: int, inflate: float) -> dict[str, Any]:
+def run_one(trace: str, pods: str, spec: PolicySpec, seed: int, inflate: float, ties: str = "first") -> dict[str, Any]:
     """Place the tuned, shuffled pod list with the policy; the run's figures (see ``results``)."""
     cpu0, wall0 = time.process_time(), time.perf_counter()
     workload = cached_workload(str(trace), str(pods))
@@ -33,13 +33,14 @@ def run_one(trace: str, pods: str, spec: PolicySpec, seed: int, inflate: float) 
     nodes.set_typical(fgd.typical([r.shape() for r in workload.requests]))
     order = arrival_order(workload.requests, capacity, inflate, seed)
     requests = [workload.requests[k] for k in order]
-    placement = place_all(nodes, requests, policies, np.random.default_rng([seed, 1]))
+    placement = place_all(nodes, requests, policies, np.random.default_rng([seed, 1]), ties)
     out: dict[str, Any] = {
         "workload": workload.name,
         "policy": spec.label,
         "config": spec.source,
         "seed": seed,
         "inflate": inflate,
+        "ties": ties,
         "pods": len(requests),
         "nodes": len(nodes),
         "total_gpus": capacity // 1000,
