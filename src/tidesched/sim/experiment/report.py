@@ -31,7 +31,12 @@ def _series(results: Sequence[Mapping[str, Any]], key: str, top: int) -> np.ndar
     for r in results:
         m = r[key]
         rows.append([np.nan if m.get(str(a)) is None else float(m[str(a)]) for a in range(top + 1)])
-    return np.nanmean(np.array(rows), axis=0) if rows else np.zeros(top + 1)
+    if not rows:
+        return np.zeros(top + 1)
+    arr = np.array(rows)
+    counts = (~np.isnan(arr)).sum(axis=0)
+    sums = np.nansum(arr, axis=0)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
 
 
 def _svg(fig: Any, prefix: str) -> str:
