@@ -170,7 +170,7 @@ class GpuNodes:
     def _changed(self, i: int) -> None:
         self.changes.append(i)
         if self.typical is not None:
-            self._refresh_frag(np.array([i]))
+            self.refresh(np.array([i]))
 
     # -- fragmentation --------------------------------------------------------------------
 
@@ -183,9 +183,10 @@ class GpuNodes:
         self.count = np.zeros((n, len(typical)), dtype=np.int64)
         self.total = np.zeros(n, dtype=np.int64)
         self.frag = np.zeros(n)
-        self._refresh_frag(np.arange(n))
+        self.refresh(np.arange(n))
 
-    def _refresh_frag(self, rows: np.ndarray) -> None:
+    def refresh(self, rows: np.ndarray) -> None:
+        """Recompute the fragmentation of ``rows`` after their arrays were changed from outside."""
         tp = self.typical
         assert tp is not None
         dev = self.dev_free[rows]

@@ -38,7 +38,9 @@ from tidesched.rules import gpu_frag
 
 if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
+    from tidesched.framework.session import Session
     from tidesched.model.gpu_nodes import GpuNodes, GpuRequest
+    from tidesched.plugins.gpu_view import SessionGpuView
 
 
 def _score(before: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -62,6 +64,11 @@ class FgdPlugin(GpuPolicy):
     def typical(self, shapes: "dict[gpu_frag.PodShape, float] | list[gpu_frag.PodShape]") -> gpu_frag.TypicalPods:
         """The typical pods of a workload (shapes with counts, or one shape per pod)."""
         return gpu_frag.typical_pods(shapes, self.popularity, gpu_frag.DEFAULT_STEP, self.cpu_pods)
+
+    def prepare(self, ssn: "Session", view: "SessionGpuView") -> None:
+        from tidesched.plugins.gpu_view import recent_shapes
+
+        view.nodes.set_typical(self.typical(recent_shapes(ssn, self.window)))
 
     def node_scores(self, nodes: "GpuNodes", req: "GpuRequest", rows: np.ndarray) -> np.ndarray:
         return self.score_rows(nodes, req, rows)[0]

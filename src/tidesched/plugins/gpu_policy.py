@@ -32,7 +32,10 @@ from tidesched.model.gpu_nodes import FULL
 
 if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
+    from tidesched.framework.session import Session
     from tidesched.model.gpu_nodes import GpuNodes, GpuRequest
+    from tidesched.model.infos import TaskInfo
+    from tidesched.plugins.gpu_view import SessionGpuView
 
 MAX_NODE_SCORE = 100
 MAX_SPEC_CPU = 128_000  # the paper's normalisation: the largest node's CPU (milli) …
@@ -59,6 +62,36 @@ class GpuPolicy(Plugin):
                 f"got {self.device_select!r}",
                 field=f"arguments['{self.name}.deviceSelect']",
             )
+
+    # -- in a session -----------------------------------------------------------------------
+
+    def on_session_open(self, ssn: "Session") -> None:
+        """NodeOrder: ``<name>.weight`` × the policy's score of each candidate node, over the
+        session's nodes as ``plugins/gpu_view`` reads them (kept in step with the session's
+        placements)."""
+        if not self.weight:
+            return
+        from tidesched.plugins.gpu_view import SessionGpuView, request_of
+
+        view = SessionGpuView(ssn.table)
+        self.prepare(ssn, view)
+        weight = float(self.weight)
+        rng = np.random.default_rng(self.session_seed())
+
+        def node_order(task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
+            nodes = view.sync()
+            scores, _devices = self.score_rows(nodes, request_of(task), np.asarray(idx, dtype=np.int64))
+            if self.draws:
+                scores = scores + self.draw(rng, len(idx))
+            return weight * scores
+
+        ssn.add_fn("node_order", self.name, node_order)
+
+    def prepare(self, ssn: "Session", view: "SessionGpuView") -> None:
+        """What a policy reads of the session besides the nodes (FGD: the typical pods)."""
+
+    def session_seed(self) -> int:
+        return 0
 
     # -- what a policy computes -------------------------------------------------------------
 

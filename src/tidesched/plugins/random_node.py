@@ -34,5 +34,8 @@ class RandomPlugin(GpuPolicy):
     def node_scores(self, nodes: "GpuNodes", req: "GpuRequest", rows: np.ndarray) -> np.ndarray:
         return np.zeros(len(rows))  # the draw comes per pod (``draw``), not per node state
 
+    def session_seed(self) -> int:
+        return self.seed
+
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.random(n) * 100.0
