@@ -54,17 +54,23 @@ def _svg(fig: Any, prefix: str) -> str:
 def _plot(workload: str, by_policy: Mapping[str, Sequence[Mapping[str, Any]]], top: int, prefix: str) -> str:
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(9, 4.5), layout="constrained")
-    ax = fig.add_subplot()
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    full, zoom = fig.subplots(1, 2, width_ratios=(1, 1))
     x = np.arange(top + 1)
-    ax.plot(x, np.minimum(x, 100), color="#bbb", linestyle=":", label="arrived (up to capacity)")
-    for name, results in by_policy.items():
-        ax.plot(x, _series(results, "allocation_by_arrival", top), label=f"{name} ({len(results)} seeds)")
-    ax.set_xlabel("arrived GPU demand (% of GPU capacity)")
-    ax.set_ylabel("GPU allocation (%)")
-    ax.set_title(workload)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize="small")
+    series = {name: _series(results, "allocation_by_arrival", top) for name, results in by_policy.items()}
+    low = min((float(np.nanmin(v[x >= 70])) for v in series.values() if (x >= 70).any()), default=70.0)
+    for ax in (full, zoom):
+        ax.plot(x, np.minimum(x, 100), color="#bbb", linestyle=":", label="arrived (up to capacity)")
+        for name, values in series.items():
+            ax.plot(x, values, label=f"{name} ({len(by_policy[name])} seeds)")
+        ax.set_xlabel("arrived GPU demand (% of GPU capacity)")
+        ax.grid(alpha=0.3)
+    full.set_ylabel("GPU allocation (%)")
+    full.set_title(workload)
+    full.legend(loc="upper left", fontsize="small")
+    zoom.set_xlim(70, top)
+    zoom.set_ylim(max(low - 2, 0), 100.5)
+    zoom.set_title("from 70 % arrived")
     return _svg(fig, prefix)
 
 
