@@ -31,10 +31,11 @@ from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT
 )
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
-from tidesched.model.resource import Resource
+from tidesched.model.resource import PODS, Resource
 from tidesched.model.status import PodGroupPhase, QueueState, TaskStatus
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+KUBELET_DEFAULT_MAX_PODS = 110  # the kubelet's --max-pods default, registered as allocatable pods
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
@@ -393,6 +394,10 @@ def parse_node(obj: Mapping[str, Any]) -> Node:
     if alloc_raw is None:
         alloc_raw = status.get("capacity")
     allocatable = _resources(alloc_raw, "status.allocatable")
+    if not isinstance(alloc_raw, Mapping) or PODS not in alloc_raw:
+        # A kubelet always registers pods; a node naming none was written by hand. Read as the
+        # kubelet would register it: Volcano master checks pod slots in allocate and binds nothing.
+        allocatable.max_task_num = KUBELET_DEFAULT_MAX_PODS
     taints = _list(spec, "taints", "spec.taints")
     for i, t in enumerate(taints):
         if not isinstance(t, Mapping) or not t.get("key") and t.get("effect") is None:
