@@ -81,6 +81,11 @@ NVIDIA = "NVIDIA"  # the request type Volcano gives every vGPU container (a devi
 MODE_HAMI_CORE = "hami-core"
 MODE_MIG = "mig"
 
+# Card equivalents of vGPU devices, as the card naming (model.cards) sees them: a node offers
+# 1000 per registered device of its product, a pod asks for its compute share (capacity-card
+# charges it, CARD-1..7). No API object carries this name: it exists in card views only.
+VGPU_CARD_RESOURCE = "vgpu.tidesched.io/card-equivalents"
+
 FULL_CORES = 100  # percent: a 100-core container wants a device no other pod uses
 MILLI_PER_PERCENT = 10  # compute is kept in milli-GPU: 1000 per device
 _UNSET_PERCENT = 101  # Volcano's DefaultMemPercentage: no percentage asked
@@ -426,3 +431,23 @@ def format_percent(milli: int | float) -> str:
     """Milli-GPU compute as a percent for people: 600 → "60 %"."""
     v = milli / MILLI_PER_PERCENT
     return f"{int(v)} %" if v == int(v) else f"{v:g} %"
+
+
+def node_card_scalars(node: Any) -> Mapping[str, float]:
+    """A Node record's scalars as card naming reads them: with its vGPU devices as card
+    equivalents (1000 per device) under ``VGPU_CARD_RESOURCE``."""
+    scalars = node.allocatable.scalars
+    devs = getattr(node, "vgpu", None)
+    if devs is None:
+        return scalars
+    return {**scalars, VGPU_CARD_RESOURCE: float(1000 * len(devs.devices))}
+
+
+def pod_card_scalars(pod: Any) -> Mapping[str, float]:
+    """A Pod record's scalar requests as card naming reads them: a vGPU pod asks for its card
+    equivalents (``VgpuRequest.card_equivalents_milli``) under ``VGPU_CARD_RESOURCE``."""
+    scalars = pod.resreq.scalars
+    req = getattr(pod, "vgpu", None)
+    if req is None:
+        return scalars
+    return {**scalars, VGPU_CARD_RESOURCE: float(req.card_equivalents_milli())}
