@@ -324,3 +324,65 @@ def test_vgpu_disabled_registers_nothing() -> None:
     _ssn, d = run(objs, text)
     # No device predicate: both go by the node's scalar resources alone, and nothing is annotated.
     assert sorted(d.bound) == ["ns/a", "ns/b"] and d.bind_annotations == {}
+
+
+def test_vectorised_reasons_match_the_walk_per_row() -> None:
+    # The failure reasons of a full cluster are computed for all rows at once; they must be the
+    # per-row walk's, row by row.
+    import random
+
+    import numpy as np
+
+    from tidesched.model.devices import CORE, MEM, NUM, DeviceTable
+    from tidesched.model.objects import parse_node, parse_pod
+
+    rng = random.Random(7)
+    nodes = [parse_node(vgpu_node(f"n{i}", devs=devices(rng.randint(1, 4), memory=rng.choice([8000, 16384]),
+                                                       split=rng.choice([1, 2, 4]), prefix=f"G{i}")))
+             for i in range(40)]
+    t = DeviceTable(nodes, [n.vgpu for n in nodes])
+    for _ in range(60):
+        shape = t.valid.shape
+        t.now[MEM] = np.where(t.valid, np.random.randint(0, 17000, shape), 0)
+        t.now[CORE] = np.where(t.valid, np.random.choice([0, 100, 300, 700, 1000], shape), 0)
+        t.now[NUM] = np.where(t.valid, np.random.randint(0, 3, shape), 0)
+        t.fut[:] = t.now
+        req = parse_pod(vgpu_pod("p", number=rng.choice([1, 1, 2, 3]), cores=rng.choice([0, 30, 60, 100]),
+                                 memory=rng.choice([None, 2000, 9000]), percent=rng.choice([None, 50]))).vgpu
+        rows = np.arange(len(nodes))
+        fast = {r.text: m for r, m in t.reasons(req, "now", rows)}
+        slow: dict[str, list[int]] = {}
+        for k in rows.tolist():
+            slow.setdefault(t._row_reason(k, req, "now").text, []).append(k)
+        assert {k: np.flatnonzero(m).tolist() for k, m in fast.items()} == slow
+
+
+def test_vectorised_scores_and_fit_match_the_walk_per_row() -> None:
+    import random
+
+    import numpy as np
+
+    from tidesched.model.devices import CORE, MEM, NUM, DeviceTable
+    from tidesched.model.objects import parse_node, parse_pod
+
+    rng = random.Random(11)
+    nodes = [parse_node(vgpu_node(f"n{i}", devs=devices(rng.randint(1, 4), memory=rng.choice([8000, 16384]),
+                                                       split=rng.choice([2, 4]), prefix=f"G{i}")))
+             for i in range(40)]
+    t = DeviceTable(nodes, [n.vgpu for n in nodes])
+    for _ in range(60):
+        shape = t.valid.shape
+        t.now[MEM] = np.where(t.valid, np.random.randint(0, 12000, shape), 0)
+        t.now[CORE] = np.where(t.valid, np.random.choice([0, 100, 300, 700], shape), 0)
+        t.now[NUM] = np.where(t.valid, np.random.randint(0, 2, shape), 0)
+        t.fut[:] = t.now
+        req = parse_pod(vgpu_pod("p", number=rng.choice([1, 1, 2]), cores=rng.choice([0, 30, 60, 100]),
+                                 memory=rng.choice([None, 2000]), percent=rng.choice([None, 25]))).vgpu
+        for policy in ("binpack", "spread", ""):
+            t.policy = policy
+            scores = t.score_rows(req, policy).tolist()
+            fits = t.fit_rows(req, "idle").tolist()
+            for i in range(len(nodes)):
+                _picks, s, why = t.walk(i, req, "idle", policy)
+                assert fits[i] == (why is None)
+                assert scores[i] == (0.0 if why is not None else float(np.floor(s + 0.5))), (policy, i)
