@@ -386,3 +386,23 @@ def test_vectorised_scores_and_fit_match_the_walk_per_row() -> None:
                 _picks, s, why = t.walk(i, req, "idle", policy)
                 assert fits[i] == (why is None)
                 assert scores[i] == (0.0 if why is not None else float(np.floor(s + 0.5))), (policy, i)
+
+
+def test_explain_names_the_device_reason(tmp_path: Any) -> None:
+    import yaml
+    from typer.testing import CliRunner
+
+    from tidesched.cli import app
+
+    objs = [queue("default", weight=1), vgpu_node("n1", gpus=2),
+            running("r1", "n1", "GPU-n1-0,NVIDIA,100,60:", memory=100, cores=60),
+            running("r2", "n1", "GPU-n1-1,NVIDIA,100,70:", memory=100, cores=70), *pending("p", memory=100, cores=60)]
+    f = tmp_path / "objs.yaml"
+    f.write_text(yaml.safe_dump_all(objs))
+    conf = tmp_path / "sched.conf"
+    conf.write_text(vgpu_config())
+    res = CliRunner().invoke(app, ["explain", "ns/p", "-c", str(conf), str(f)])
+    assert res.exit_code == 0, res.output
+    assert "Nodes: 0/1 nodes are unavailable: 1 no device with 60 % compute free; best has 40 %." in res.stdout
+    res = CliRunner().invoke(app, ["schedule", "--format", "json", "-c", str(conf), str(f)])
+    assert res.exit_code == 0 and '"bind_annotations"' not in res.stdout  # nothing bound, nothing annotated
