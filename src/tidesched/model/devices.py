@@ -245,11 +245,12 @@ class DeviceTable:
 
     def walk(
         self, i: int, req: VgpuRequest, which: str, policy: str, rows_tasks: dict | None = None,
-        task: "TaskInfo | None" = None,
+        task: "TaskInfo | None" = None, use: np.ndarray | None = None,
     ) -> tuple[list[list[int]], float, Reason | None]:
-        """Volcano's device choice on row ``i`` in usage state ``which``: the slots per
-        container, the device score (GPUScore summed), and why not when it does not fit."""
-        use = self.state(which, i).copy()  # [3, width], changed tentatively container by container
+        """Volcano's device choice on row ``i`` in usage state ``which`` (or the given ``use``,
+        [MEM|CORE|NUM, slots]): the slots per container, the device score (GPUScore summed),
+        and why not when it does not fit."""
+        use = (self.state(which, i) if use is None else use).copy()  # changed tentatively, container by container
         n = int(self.count[i])
         if not n:
             return [], 0.0, Reason("node registers no vGPU devices", True)
@@ -292,6 +293,25 @@ class DeviceTable:
                 return [], 0.0, self._why_row(i, c, req, which, rows_tasks, task)
             picks.append(got)
         return picks, score, None
+
+    def fits_releasing(self, i: int, req: VgpuRequest, released: Iterable["TaskInfo"],
+                       row_tasks: dict | None = None) -> bool:
+        """Would the request fit row ``i``'s devices once releasing pods and ``released`` (tasks
+        on the node, e.g. a preemptor's victims) are gone? For victim choices that must free
+        the right devices, not only room on the node."""
+        if not self.count[i]:
+            return False
+        use = self.state(FUTURE, i).copy()
+        node = self.names[i]
+        for t in released:
+            a = t.devices
+            if a is None or t.pod.vgpu is None or t.node_name != node or t.status in (_FUTURE_ONLY, _NOW_ONLY):
+                continue  # elsewhere; pipelined: not on the node yet; releasing: out of the future already
+            for j, mem, core in self._resolve(i, a):
+                use[MEM, j] -= mem
+                use[CORE, j] -= core
+                use[NUM, j] -= 1
+        return self.walk(i, req, FUTURE, self.policy, row_tasks, use=use)[2] is None
 
     def _device_ok(self, i: int, j: int, req: VgpuRequest) -> bool:
         if not self.usable[i, j]:
