@@ -15,16 +15,20 @@ Input files
 Nodes
     One Node per row. A GPU node gets the labels the capacity-card plugin discovers cards from
     (CARD-1): ``nvidia.com/gpu.product`` (the card name), ``nvidia.com/gpu.count``,
-    ``nvidia.com/gpu.memory`` (MiB), and allocatable ``nvidia.com/gpu``. The trace's model codes
+    ``nvidia.com/gpu.memory`` (MiB), and its GPUs: vGPU devices (``gpu_sharing="vgpu"``, the
+    default, :mod:`tidesched.sim.trace_vgpu`) or allocatable ``nvidia.com/gpu``. The trace's model codes
     (P100, T4, V100M16, V100M32, A10, G1, G2, G3) become card names through ``DEFAULT_MODEL_MAP``;
     ``model_map`` (a dict or a YAML file) overrides entries, each either a card name or
     ``{name: ..., memory_mib: ...}``. The trace keeps its own label
     ``alibabacloud.com/gpu-card-model`` for reference.
 
-Fractional GPUs (``gpu_milli`` < 1000) → MPS shares
-    None of the trace's GPU models supports MIG, so sharing is modelled as NVIDIA MPS: a *shared*
-    node advertises ``nvidia.com/gpu.shared = gpus × mps_replicas`` with label
-    ``nvidia.com/gpu.replicas = mps_replicas`` instead of whole cards, and its slices are named
+Fractional GPUs (``gpu_milli`` < 1000)
+    By default (``gpu_sharing="vgpu"``) a share of one vGPU device: ``gpu_milli / 10`` % of its
+    compute and memory, under deviceshare (:mod:`tidesched.sim.trace_vgpu`, docs/gpu-sharing.md).
+    With ``gpu_sharing="mps"``, the older approximation: none of the trace's GPU models supports
+    MIG, so sharing is modelled as NVIDIA MPS: a *shared* node advertises ``nvidia.com/gpu.shared
+    = gpus × mps_replicas`` with label ``nvidia.com/gpu.replicas = mps_replicas`` instead of
+    whole cards, and its slices are named
     ``<card>/mps-<memGi>g*1/<replicas>`` (CARD-1). A pod asking for ``gpu_milli`` of one GPU
     requests ``ceil(gpu_milli × mps_replicas / 1000)`` slices (never less than it asked; with the
     default 10 replicas one slice is 100 milli-GPU). A whole node is shared or not, as with the
@@ -57,7 +61,8 @@ Time
 Queues
     ``queue-inference`` (priority 80000, not reclaimable) and ``queue-training`` (priority 20000,
     reclaimable), as in seed 000. Their card quota (``volcano.sh/card.quota``) and ``capability``
-    (cpu, memory, ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``) are ``quota_fraction`` × the
+    (cpu, memory, ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``, the ``volcano.sh/vgpu-*``
+    resources) are ``quota_fraction`` × the
     cluster's totals (default 1: the quota never binds and only the cluster's size limits the
     trace).
 
