@@ -204,3 +204,25 @@ def _check_no_new_overcommit(dev: Any, before: np.ndarray) -> None:
         grew = (state > before).any(axis=0)
         over = (state[MEM] > dev.memory) | (state[CORE] > FULL) | (state[NUM] > dev.split)
         assert not (grew & over & dev.valid).any(), "a session's placement over-committed a device"
+
+
+def test_a_pod_without_a_usable_allocation_is_counted_alike_in_any_order() -> None:
+    # Found by the property test above: a running pod whose annotation names a device the node
+    # does not register (GPU-0-2 on a node of two) was counted on the device with room when it
+    # was seen, so the cache (which saw the other pod first) and a rebuild (which did not)
+    # counted it on different devices. It is now counted on the node's first usable device,
+    # whatever the order.
+    held = pod_obj(3, 0, 1, 0, None, None, 0, 1, False)  # whole memory of GPU-0-1
+    stale = pod_obj(1, 0, 1, 0, None, None, 0, 2, False)  # names GPU-0-2
+    objs = [*BASE, node_obj(0, 2, 8000, 2, True)]
+    seen = []
+    for order in ([held, stale], [stale, held]):
+        cache = ClusterCache(OURS)
+        for o in objs + order:
+            cache.update(o["kind"], key_of(o), o)
+        _snapshot, state = cache.open()
+        seen.append(describe(state))
+    rebuilt = build_state(build_snapshot(objs + [held, stale], scheduler_names=OURS, strict_kinds=False), OURS)
+    assert seen[0] == seen[1] == describe(rebuilt)
+    (stale_task,) = [t for t in rebuilt.tasks.values() if t.name == "p1"]
+    assert [u.uuid for u in stale_task.devices.uses()] == ["GPU-0-0"]

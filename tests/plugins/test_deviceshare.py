@@ -297,8 +297,8 @@ def test_pod_on_known_device_is_counted() -> None:
 
 def test_pod_with_unknown_device_still_counted() -> None:
     # Volcano skips an annotation naming a device the node does not have (the pod then holds
-    # nothing in its view); tidesched counts the pod on devices of its own choice, so a device
-    # is never handed out twice.
+    # nothing in its view); tidesched counts the pod on the node's first usable devices, so a
+    # device is never handed out twice.
     objs = [vgpu_node("n1", gpus=1), running("r", "n1", "GPU-5678,NVIDIA,16000,0:", memory=16000),
             *pending("p", memory=1000)]
     ssn, d = run(objs)

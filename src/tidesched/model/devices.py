@@ -29,7 +29,8 @@ vectorised over rows for the usual one-container request; several containers are
 Which devices a placed pod holds lives on its ``TaskInfo.devices`` (a
 :class:`~tidesched.model.vgpu.PodAssignment`): read from the pod's allocation annotation, or
 chosen here when the pod is placed without one (the session's allocate, or a bound pod whose
-annotation is missing or names devices the node does not have). The node table calls
+annotation is missing or names devices the node does not have: the node's first usable
+devices, so that the count does not depend on the order pods were seen in). The node table calls
 :meth:`add` and :meth:`remove` from its own ``add_task``/``remove_task``, so every path that
 moves a task (the cache, sessions, statements and their discards, dry runs) keeps the devices
 in step with the node rows, and row caches see a device change as the row change it is.
@@ -168,10 +169,11 @@ class DeviceTable:
 
     def add(self, i: int, task: "TaskInfo", row_tasks: dict | None = None) -> None:
         """Charge a task placed on row ``i`` to its devices. A pod on the node keeps the devices
-        it holds (``task.devices``, from its annotation or chosen when it was first counted);
-        a task the session allocates or pipelines gets devices chosen now (the last choice of
-        a discarded placement is never reused), and so does a pod whose devices are unknown
-        here. ``task.devices`` is set to what is charged."""
+        it holds (``task.devices``, from its annotation or set when it was first counted); a
+        task the session allocates or pipelines gets devices chosen now (the last choice of a
+        discarded placement is never reused). A pod on the node whose allocation is missing or
+        names devices the node does not register is counted on :meth:`unknown_devices`.
+        ``task.devices`` is set to what is charged."""
         req: VgpuRequest | None = task.pod.vgpu
         if req is None or not self.count[i]:
             return
@@ -181,8 +183,12 @@ class DeviceTable:
         if assignment is not None and status not in _FRESH and assignment.node in ("", self.names[i]):
             slots = self._resolve(i, assignment)
         if not slots:
-            which = FUTURE if status == _FUTURE_ONLY else IDLE
-            assignment = self.choose(i, req, which, task=task, rows_tasks=row_tasks) or self.force(i, req)
+            if status in _FRESH:
+                which = FUTURE if status == _FUTURE_ONLY else IDLE
+                assignment = self.choose(i, req, which, task=task, rows_tasks=row_tasks)
+            else:
+                assignment = None
+            assignment = assignment or self.unknown_devices(i, req)
             task.devices = assignment
             slots = self._resolve(i, assignment)
         self._apply(i, slots, status, 1)
@@ -339,12 +345,15 @@ class DeviceTable:
             ))
         return PodAssignment(self.names[i], tuple(containers))
 
-    def force(self, i: int, req: VgpuRequest) -> PodAssignment:
-        """Devices for a pod already on the node that fits nowhere (put there by someone else, or
-        a node that shrank): the least loaded usable devices, so that it is still counted."""
-        use = self.state(NOW, i)
+    def unknown_devices(self, i: int, req: VgpuRequest) -> PodAssignment:
+        """Devices for a pod on the node whose own are unknown (no usable allocation annotation:
+        put there by someone else, or the node re-registered other devices), or for a placement
+        that fits nowhere: the node's first usable devices in registration order, whatever they
+        hold. Not the emptiest ones: what a pod is counted on must not depend on which pods were
+        counted before it, or the incremental cache and a rebuild (a running scheduler and a
+        restarted one, REL-3) would count it on different devices."""
         n = int(self.count[i])
-        order = sorted(range(n), key=lambda j: (not self.usable[i, j], int(use[CORE, j]), int(use[MEM, j]), j))
+        order = sorted(range(n), key=lambda j: (not self.usable[i, j], j))
         picks = [order[: min(c.number, n)] for c in req.containers]
         return self._assignment(i, req, picks)
 
