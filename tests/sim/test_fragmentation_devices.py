@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from builders import podgroup, queue
-from tidesched.model.devices import CORE, MEM, NUM, DeviceTable, unit_caps, unit_fit, units_fit
+from tidesched.model.device_units import unit_caps, unit_fit, units_fit
+from tidesched.model.devices import CORE, MEM, NUM, DeviceTable
 from tidesched.model.objects import parse_node
 from tidesched.model.vgpu import ASSIGNED_IDS
 from tidesched.sim.clock import Clock

@@ -78,12 +78,61 @@ _NOW_ONLY = TaskStatus.RELEASING
 _FRESH = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
 
 
+# Why a node fails a vGPU request (``Reason.kind``), in the walk's order of checks;
+# ``framework.reasons.device_reason`` words each for a person.
+NO_DEVICES = "no-devices"  # the node registers none
+MODE = "mode"  # the pod asks for another vGPU mode than the node's
+TOO_FEW = "too-few"  # a container asks for more devices than the node has
+UNUSABLE = "unusable"  # too few healthy devices of an NVIDIA type passing the pod's filters
+NO_SHARE = "no-share"  # too few of those with a free share (fewer pods than the split count)
+NOT_IDLE = "not-idle"  # a 100 % request: too few of those that no pod holds
+COMPUTE = "compute"  # too few with the compute asked free
+MEMORY = "memory"  # too few with the memory asked free
+GROUP_SPREAD = "group-spread"  # each device holds a pod of the pod's PodGroup (vgpu-podgroup-policy spread)
+COMBINATION = "combination"  # enough for each check alone, not for all at once
+# Evicting pods frees none of these.
+UNRESOLVABLE = frozenset({NO_DEVICES, MODE, TOO_FEW, UNUSABLE})
+
+
 @dataclass(frozen=True, slots=True)
 class Reason:
-    """Why a node fails a request, for a person (the predicate's failure text)."""
+    """Why a node fails a request, as data: the first check the first container that does not
+    fit fails, and what the words need — devices the container asks for (``need``), that pass
+    the check (``have``), the node registers (``total``); the most compute (milli-GPU) or memory
+    (MiB) free on a device with a free share (``best``) and what was asked (``want``: milli-GPU,
+    MiB or, with ``percent``, percent of each device's memory); the modes or the PodGroup
+    (``names``). Fields a kind's words do not use stay at their defaults."""
 
-    text: str
-    unresolvable: bool = False
+    kind: str
+    need: int = 0
+    have: int = 0
+    total: int = 0
+    best: int = 0
+    want: int = 0
+    percent: bool = False
+    names: tuple[str, ...] = ()
+
+    @property
+    def unresolvable(self) -> bool:
+        return self.kind in UNRESOLVABLE
+
+
+def _reason(kind: str, c: ContainerRequest | None = None, have: int = 0, total: int = 0, best: int = 0) -> Reason:
+    """The Reason of ``kind`` for container ``c`` with the fields its words use (both the
+    per-row walk and the vectorised path make them here, so equal causes give equal data)."""
+    if kind in (NO_DEVICES, COMBINATION) or c is None:
+        return Reason(kind)
+    if kind == TOO_FEW:
+        return Reason(kind, need=c.number, total=total)
+    if kind in (UNUSABLE, NO_SHARE, NOT_IDLE):
+        return Reason(kind, need=c.number, have=have, total=total)
+    if kind == COMPUTE:
+        return Reason(kind, need=c.number, have=have, best=best, want=max(c.core_milli, 1))
+    if kind == MEMORY:
+        if c.percent is not None:
+            return Reason(kind, need=c.number, have=have, best=best, want=c.percent, percent=True)
+        return Reason(kind, need=c.number, have=have, best=best, want=c.memory)
+    raise ValueError(kind)
 
 
 class DeviceTable:
@@ -259,15 +308,15 @@ class DeviceTable:
         use = (self.state(which, i) if use is None else use).copy()  # changed tentatively, container by container
         n = int(self.count[i])
         if not n:
-            return [], 0.0, Reason("node registers no vGPU devices", True)
+            return [], 0.0, _reason(NO_DEVICES)
         if req.mode is not None and req.mode != self.modes[i]:
-            return [], 0.0, Reason(f"pod asks for vGPU mode {req.mode}, node is {self.modes[i]}", True)
+            return [], 0.0, Reason(MODE, names=(req.mode, self.modes[i]))
         groups = self._groups(i, task, rows_tasks) if req.spread_group else None
         picks: list[list[int]] = []
         score = 0.0
         for c in req.containers:
             if c.number > n:
-                return [], 0.0, Reason(f"node has {n} GPUs, pod asks for {c.number}", True)
+                return [], 0.0, _reason(TOO_FEW, c, total=n)
             got: list[int] = []
             need = c.number
             core = c.core_milli
@@ -296,7 +345,7 @@ class DeviceTable:
                 need -= 1
                 score += _gpu_score(policy, int(use[MEM, j]), int(self.memory[i, j]), int(use[NUM, j]))
             if need > 0:
-                return [], 0.0, self._why_row(i, c, req, which, rows_tasks, task)
+                return [], 0.0, self._row_reason(i, req, which)
             picks.append(got)
         return picks, score, None
 
@@ -471,12 +520,6 @@ class DeviceTable:
 
     # -- reasons ------------------------------------------------------------------------
 
-    def _why_row(
-        self, i: int, c: ContainerRequest, req: VgpuRequest, which: str, rows_tasks: dict | None,
-        task: "TaskInfo | None",
-    ) -> Reason:
-        return self._row_reason(i, req, which)
-
     def reasons(
         self, req: VgpuRequest, which: str, rows: np.ndarray, tasks_of: "Sequence[dict] | None" = None,
     ) -> list[tuple[Reason, np.ndarray]]:
@@ -522,6 +565,7 @@ class DeviceTable:
         best_core = np.where(any_free, np.where(free, FULL - use[CORE], low).max(axis=1), 0)
         best_mem = np.where(any_free, np.where(free, free_mem, low).max(axis=1), 0)
         # One (kind, have, best, total) key per row, in the walk's order of checks.
+        kinds = (NO_DEVICES, TOO_FEW, UNUSABLE, NO_SHARE, NOT_IDLE, COMPUTE, COMBINATION, MEMORY)
         kind = np.full(len(rows), 6, dtype=np.int64)  # 6: the combination
         have = np.zeros(len(rows), dtype=np.int64)
         best = np.zeros(len(rows), dtype=np.int64)
@@ -549,82 +593,44 @@ class DeviceTable:
         inverse = inverse.reshape(-1)
         merged: dict[Reason, np.ndarray] = {}
         for u, (k, h, b, n) in enumerate(uniq.tolist()):
-            reason = self._reason_text(req, c, k, h, b, n)
+            reason = _reason(kinds[k], c, have=h, total=n, best=b)
             mask = inverse == u
             merged[reason] = merged[reason] | mask if reason in merged else mask
         return list(merged.items())
 
-    def _reason_text(self, req: VgpuRequest, c: ContainerRequest, kind: int, have: int, best: int, n: int) -> Reason:
-        if kind == 0:
-            return Reason("node registers no vGPU devices", True)
-        if kind == 1:
-            return Reason(f"node has {n} GPUs, pod asks for {c.number}", True)
-        if kind == 2:
-            return Reason(_few("usable GPU", have, c.number, n), True)
-        if kind == 3:
-            return Reason(_few("GPU with a free share (each takes at most its split count of pods)", have, c.number, n))
-        if kind == 4:
-            return Reason(_few("unshared GPU (a 100 % compute request takes a whole device)", have, c.number, n))
-        if kind == 5:
-            return Reason(_short("compute", _pct(max(c.core_milli, 1)), _pct(best), have, c.number))
-        if kind == 7:
-            want = f"{c.percent} % memory" if c.percent is not None else f"{c.memory} MiB memory"
-            return Reason(_short("memory", want, f"{best} MiB", have, c.number, plain=True))
-        if req.spread_group:
-            return Reason(f"no GPU free of PodGroup {req.spread_group}'s pods (vgpu-podgroup-policy spread)")
-        return Reason("no GPU with both the compute and the memory the pod asks for")
-
     def _row_reason(self, i: int, req: VgpuRequest, which: str) -> Reason:
         n = int(self.count[i])
         if not n:
-            return Reason("node registers no vGPU devices", True)
+            return _reason(NO_DEVICES)
         if req.mode is not None and req.mode != self.modes[i]:
-            return Reason(f"pod asks for vGPU mode {req.mode}, node is {self.modes[i]}", True)
+            return Reason(MODE, names=(req.mode, self.modes[i]))
         use = self.state(which, i)
         for c in req.containers:
             if c.number > n:
-                return Reason(f"node has {n} GPUs, pod asks for {c.number}", True)
+                return _reason(TOO_FEW, c, total=n)
             usable = [j for j in range(n) if self._device_ok(i, j, req)]
             if len(usable) < c.number:
-                return Reason(_few("usable GPU", len(usable), c.number, n), True)
+                return _reason(UNUSABLE, c, have=len(usable), total=n)
             free = [j for j in usable if use[NUM, j] < self.split[i, j]]
             if len(free) < c.number:
-                return Reason(_few("GPU with a free share (each takes at most its split count of pods)", len(free), c.number, n))
+                return _reason(NO_SHARE, c, have=len(free), total=n)
             core = c.core_milli
             if core == FULL:
                 idle = [j for j in free if use[NUM, j] == 0]
                 if len(idle) < c.number:
-                    return Reason(_few("unshared GPU (a 100 % compute request takes a whole device)", len(idle), c.number, n))
+                    return _reason(NOT_IDLE, c, have=len(idle), total=n)
             with_core = [j for j in free if use[CORE, j] + core <= FULL and not (core == 0 and use[CORE, j] >= FULL)]
             if len(with_core) < c.number:
                 best = max((FULL - int(use[CORE, j]) for j in free), default=0)
-                want = max(core, 1)
-                return Reason(_short("compute", _pct(want), _pct(best), len(with_core), c.number))
+                return _reason(COMPUTE, c, have=len(with_core), best=best)
             mem_of = {j: c.memory_on(int(self.memory[i, j])) for j in free}
             with_mem = [j for j in free if self.memory[i, j] - use[MEM, j] >= mem_of[j]]
             if len(with_mem) < c.number:
                 best_mem = max((int(self.memory[i, j] - use[MEM, j]) for j in free), default=0)
-                want_text = f"{c.percent} % memory" if c.percent is not None else f"{c.memory} MiB memory"
-                return Reason(_short("memory", want_text, f"{best_mem} MiB", len(with_mem), c.number, plain=True))
+                return _reason(MEMORY, c, have=len(with_mem), best=best_mem)
         if req.spread_group:
-            return Reason(f"no GPU free of PodGroup {req.spread_group}'s pods (vgpu-podgroup-policy spread)")
-        return Reason("no GPU with both the compute and the memory the pod asks for")
-
-
-def _pct(milli: int) -> str:
-    v = milli / MILLI_PER_PERCENT
-    return f"{int(v)} %" if v == int(v) else f"{v:g} %"
-
-
-def _few(what: str, have: int, need: int, total: int) -> str:
-    return f"{have} of {total} GPUs qualify as {what}, {need} needed" if need > 1 else f"no {what}"
-
-
-def _short(kind: str, want: str, best: str, have: int, need: int, plain: bool = False) -> str:
-    asked = want if plain else f"{want} {kind}"
-    if need == 1:
-        return f"no device with {asked} free; best has {best}"
-    return f"only {have} devices with {asked} free, {need} needed; best has {best}"
+            return Reason(GROUP_SPREAD, names=(req.spread_group,))
+        return _reason(COMBINATION)
 
 
 def _gpu_score(policy: str, used_mem: int, memory: int, used_num: int) -> float:
@@ -644,52 +650,5 @@ def _group_of(task: "TaskInfo") -> str:
     return f"{task.namespace}/{name}" if name else ""
 
 
-def unit_fit(table: DeviceTable, core: int, percent: int | None, memory: int, which: str = NOW) -> np.ndarray:
-    """Devices (rows × slots) that could take one more unit of a request now: ``core`` milli-GPU
-    and ``percent`` % of the device's memory (or ``memory`` MiB), as Volcano's walk checks a
-    device (no type or UUID filters). The device view of fragmentation (FGD) and the placement
-    policies built on it read this."""
-    use = table.state(which)
-    ok = table.usable & (use[NUM] < table.split)
-    need = (table.memory * percent) // 100 if percent is not None else memory
-    ok &= table.memory - use[MEM] >= need
-    ok &= use[CORE] + core <= FULL
-    if core == FULL:
-        ok &= use[NUM] == 0
-    elif core == 0:
-        ok &= use[CORE] < FULL
-    return ok
-
-
-def unit_caps(table: DeviceTable, which: str = NOW) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per device (rows × slots, int32), what one more unit may ask of it, -1 where it takes
-    nothing: the most compute (milli-GPU; a 100 % request needs an unshared device, a 0 %
-    request a device not full — both folded in), the most memory percent, the most MiB. A
-    unit of (compute c, percent p or MiB m) fits a device exactly when ``max(c, 1) <= caps[0]``
-    and ``p <= caps[1]`` (or ``m <= caps[2]``), as ``unit_fit`` checks it."""
-    use = table.state(which)
-    base = table.usable & (use[NUM] < table.split)
-    free_core = FULL - use[CORE]
-    core = np.where(use[NUM] == 0, free_core, np.minimum(free_core, FULL - 1))
-    free_mem = table.memory - use[MEM]
-    # memory * p // 100 <= free  ⟺  p <= ((free + 1) * 100 - 1) // memory
-    safe = np.where(table.memory > 0, table.memory, 1)
-    pct = np.where(table.memory > 0, ((free_mem + 1) * 100 - 1) // safe, 100)
-    pct = np.where(free_mem >= 0, pct, -1)
-    out = [np.where(base, a, -1).astype(np.int32) for a in (core, pct, free_mem)]
-    return out[0], out[1], out[2]
-
-
-def units_fit(caps: tuple[np.ndarray, np.ndarray, np.ndarray], core: np.ndarray, percent: np.ndarray,
-              memory: np.ndarray) -> np.ndarray:
-    """``unit_fit`` for many requests at once from ``unit_caps``: ``core``, ``percent`` (-1: ask
-    ``memory`` MiB instead) and ``memory`` are int arrays of shape (requests, 1, 1); the answer is
-    requests × rows × slots."""
-    cap_core, cap_pct, cap_mem = caps
-    ok = cap_core[None] >= np.maximum(core, 1)
-    by_pct = percent >= 0
-    ok &= np.where(by_pct, cap_pct[None] >= percent, cap_mem[None] >= memory)
-    return ok
-
-
-__all__ = ["DeviceTable", "Reason", "BINPACK", "SPREAD", "POLICIES", "NOW", "FUTURE", "IDLE", "FULL", "FULL_CORES", "unit_fit", "unit_caps", "units_fit"]
+__all__ = ["DeviceTable", "Reason", "UNRESOLVABLE", "BINPACK", "SPREAD", "POLICIES", "NOW", "FUTURE", "IDLE", "FULL",
+           "FULL_CORES"]

@@ -44,6 +44,7 @@ import numpy as np
 
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.plugin import NodeFailure, Plugin, PredicateResult, RowFn
+from tidesched.framework.reasons import NO_VGPU_DEVICES, device_reason
 from tidesched.model.devices import BINPACK, FUTURE, SPREAD
 from tidesched.model.vgpu import bind_annotations
 
@@ -63,8 +64,6 @@ NOT_IMPLEMENTED = (
     "deviceshare.AscendHAMiVNPUEnable",
 )
 IGNORED = ("deviceshare.KnownGeometriesCMName", "deviceshare.KnownGeometriesCMNamespace")
-
-NO_DEVICES = "node registers no vGPU devices"
 
 
 class DeviceSharePlugin(Plugin):
@@ -124,12 +123,15 @@ class DeviceSharePlugin(Plugin):
             failures: list[NodeFailure] = []
             if len(failing):
                 if devices is None:
-                    failures.append(NodeFailure(NO_DEVICES, ~passed, True))
+                    failures.append(NodeFailure(NO_VGPU_DEVICES, ~passed, True))
                 else:
+                    # Reasons worded alike (``no usable GPU`` of nodes with 2 or 4 devices) share one entry.
+                    worded: dict[tuple[str, bool], np.ndarray] = {}
                     for reason, mask in devices.reasons(req, FUTURE, failing, table.tasks):
-                        nodes = np.zeros(n, dtype=bool)
+                        key = (device_reason(reason), reason.unresolvable)
+                        nodes = worded.setdefault(key, np.zeros(n, dtype=bool))
                         nodes[failing[mask]] = True
-                        failures.append(NodeFailure(reason.text, nodes, reason.unresolvable))
+                    failures = [NodeFailure(text, nodes, unres) for (text, unres), nodes in worded.items()]
             return PredicateResult(passed, failures)
 
         ssn.add_fn("predicate", self.name, predicate)

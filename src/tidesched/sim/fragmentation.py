@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from tidesched.model.cards import MIG, MPS, CardCatalog, discover_node_cards, pod_card_request
-from tidesched.model.devices import DeviceTable, unit_caps, units_fit
+from tidesched.model.device_units import unit_caps, units_fit
+from tidesched.model.devices import CORE, FULL, MEM, NOW, DeviceTable
 from tidesched.model.vgpu import VGPU_CARD_RESOURCE, node_card_scalars, pod_card_scalars
 from tidesched.model.node_table import NodeTable
 from tidesched.model.objects import Pod
@@ -345,8 +346,6 @@ def fragmented_gpus(table: NodeTable, workload: GpuWorkload) -> float:
 
 def device_free(devices: DeviceTable) -> tuple[np.ndarray, np.ndarray]:
     """Free compute (milli-GPU) and memory (MiB) per device now, 0 where no device."""
-    from tidesched.model.devices import CORE, FULL, MEM, NOW
-
     use = devices.state(NOW)
     core = np.where(devices.valid, np.maximum(FULL - use[CORE], 0), 0)
     mem = np.where(devices.valid, np.maximum(devices.memory - use[MEM], 0), 0)
