@@ -129,3 +129,31 @@ def test_bind_without_devices_is_a_violation(tmp_path: Path, monkeypatch: pytest
     v = sim.result["invariants"]["violations"]
     assert sim.failed and all(x["rule"] == "REL-2 device" for x in v)
     assert "without a device allocation (volcano.sh/vgpu-ids-new)" in v[0]["message"]
+
+
+def test_restart_check_compares_the_devices_of_each_bind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # REL-3: a scheduler rebuilt from the objects must write each bind the annotations the running
+    # one wrote. The running scheduler's first session (the first of the pair of calls a step
+    # makes) has its binds' vgpu-time changed; the restarted one's is left alone, so the two
+    # differ in bind_annotations only.
+    calls = [0]
+    real = sim_runner._session
+
+    def fake(snapshot: Any, config: Any, **kw: Any) -> Decisions:
+        d = real(snapshot, config, **kw)
+        calls[0] += 1
+        if calls[0] == 1:
+            for ann in d.bind_annotations.values():
+                ann["volcano.sh/vgpu-time"] = "0"
+        return d
+
+    monkeypatch.setattr(sim_runner, "_session", fake)
+    sim = run(load(tmp_path, doc(duration="1m", events=[])))
+    v = sim.result["invariants"]["violations"]
+    assert sim.failed and [x["rule"] for x in v] == ["REL-3 restart"]
+    assert "decides other bind_annotations" in v[0]["message"]
+
+
+def test_restart_check_holds_with_devices(tmp_path: Path) -> None:
+    sim = run(load(tmp_path, doc(duration="30m", events=[])))
+    assert not sim.failed, sim.result["invariants"]["violations"]
