@@ -47,6 +47,7 @@ def load_registries() -> None:
         capacity_card,
         cardprotect,
         conformance,
+        deviceshare,
         drf,
         gang,
         nodegroup,
@@ -66,6 +67,7 @@ def load_registries() -> None:
         nodeorder.NodeOrderPlugin, binpack.BinpackPlugin, drf.DrfPlugin, proportion.ProportionPlugin,
         overcommit.OvercommitPlugin, capacity.CapacityPlugin, capacity_card.CapacityCardPlugin,
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
+        deviceshare.DeviceSharePlugin,
     ):
         assert cls.name and PLUGINS.get(cls.name, cls) is cls, cls.name
         PLUGINS[cls.name] = cls

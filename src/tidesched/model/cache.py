@@ -281,6 +281,7 @@ class ClusterCache:
         table = self._table
         assert table is not None
         table.prepare_task(task)
+        task.devices = task.pod.vgpu_assignment  # devices chosen for older nodes are chosen again
         if occupies_node(task):
             i = table.index.get(task.node_name)
             if i is not None:
@@ -288,6 +289,7 @@ class ClusterCache:
                 if row and next(reversed(row.values())).key > task.key:
                     self._unsorted_rows.add(i)
                 table.add_task(i, task)
+        task.base_devices = task.devices  # what the cache charged (a session may change it)
 
     # -- rebuilds -----------------------------------------------------------------------
 
@@ -343,6 +345,8 @@ class ClusterCache:
                 task.node_name = pod.node_name
             task.fit_error = None
             task.order_key = None
+            if task.devices is not task.base_devices:
+                task.devices = task.base_devices
         for job in touched.values():
             _drop_zero_scalars(job)
         for job in self._jobs.values():
