@@ -332,14 +332,12 @@ class ClusterCache:
         if not self._lent:
             return
         self._lent = False
-        touched: dict[int, JobInfo] = {}
         for task in self._tasks.values():
             pod = task.pod
             if task.status is not pod.status or task.node_name != pod.node_name:
                 job = self._jobs.get(task.job) if task.job else None
                 if job is not None:
                     job.update_task_status(task, pod.status)
-                    touched[id(job)] = job
                 else:
                     task.status = pod.status
                 task.node_name = pod.node_name
@@ -347,9 +345,10 @@ class ClusterCache:
             task.order_key = None
             if task.devices is not task.base_devices:
                 task.devices = task.base_devices
-        for job in touched.values():
-            _drop_zero_scalars(job)
         for job in self._jobs.values():
+            # Also for jobs no task of which ended in another status: a session may have
+            # allocated a task and taken it back again, leaving a scalar at zero.
+            _drop_zero_scalars(job)
             pg = job.pod_group
             if job.phase != pg.phase:
                 job.phase = pg.phase
