@@ -11,6 +11,7 @@ simulation) and the process's peak memory (``resource.getrusage``). Run by hand:
     .venv/bin/python benchmarks/trace.py --limit 1000 --report /tmp/trace-report.html
     .venv/bin/python benchmarks/trace.py --pods csv/openb_pod_list_gpuspec33.csv --compression 60
     .venv/bin/python benchmarks/trace.py --all                    # every pod list, real times, CLI
+    .venv/bin/python benchmarks/trace.py --gpu-sharing mps        # the MPS approximation instead of vGPU
 
 ``--all`` runs ``tidesched simulate --trace`` once per ``openb_pod_list_*.csv`` with its real
 arrival and run times (the command a user runs, report included), one process each, and prints
@@ -87,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--period", type=float, default=1.0, help="schedule period in simulated seconds")
     ap.add_argument("--config", type=Path, default=None, help="Volcano scheduler config (default: Volcano's)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gpu-sharing", choices=("vgpu", "mps"), default="vgpu",
+                    help="per-device vGPU (default) or the older whole-node MPS approximation")
     ap.add_argument("--report", type=Path, default=None, help="also write the HTML report here")
     ap.add_argument("--result", type=Path, default=None, help="also write result.json here")
     ap.add_argument("--all", action="store_true", help="every pod list with real times, via the CLI")
@@ -102,11 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     scenario, summary = trace_scenario(
         source, fill=not args.no_fill, time_compression=args.compression, limit=args.limit, seed=args.seed,
         schedule_period=args.period, config_path=args.config, name="alibaba-gpu-v2023",
+        gpu_sharing=args.gpu_sharing,
     )
     load_s = time.perf_counter() - t0
     print(f"loaded {summary.pods:,} pods ({summary.inference:,} inference, {summary.training:,} training, "
           f"{summary.fractional:,} fractional) on {summary.nodes:,} nodes ({summary.gpus:,} GPUs, "
-          f"{summary.shared_nodes:,} MPS-shared nodes) in {load_s:.2f} s")
+          f"{summary.shared_nodes:,} MPS-shared nodes, GPU sharing {args.gpu_sharing}) in {load_s:.2f} s")
 
     started = time.perf_counter()
     last = [started]

@@ -48,6 +48,7 @@ def load_registries() -> None:
         capacity_card,
         cardprotect,
         conformance,
+        deviceshare,
         dotprod,
         drf,
         fgd,
@@ -72,6 +73,7 @@ def load_registries() -> None:
         nodeorder.NodeOrderPlugin, binpack.BinpackPlugin, drf.DrfPlugin, proportion.ProportionPlugin,
         overcommit.OvercommitPlugin, capacity.CapacityPlugin, capacity_card.CapacityCardPlugin,
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
+        deviceshare.DeviceSharePlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,

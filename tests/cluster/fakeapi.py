@@ -570,6 +570,9 @@ class _Handler(BaseHTTPRequestHandler):
             )
         new = copy.deepcopy(pod)
         new["spec"]["nodeName"] = body["target"]["name"]
+        extra = (body.get("metadata") or {}).get("annotations") or {}
+        if extra:  # kube-apiserver copies a Binding's annotations onto the pod
+            new["metadata"]["annotations"] = {**(new["metadata"].get("annotations") or {}), **extra}
         status = new.setdefault("status", {})
         conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conds.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": now_rfc3339()})

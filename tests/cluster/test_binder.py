@@ -42,6 +42,28 @@ def test_binds_are_assumed_then_confirmed_by_the_watch() -> None:
             rec.stop()
 
 
+def test_binding_carries_the_annotations_and_the_cache_sees_them_at_once() -> None:
+    # vGPU devices go out with the binding (Volcano's deviceshare): the assumed pod shows them
+    # while the call is in flight, and the API server writes them with the node.
+    ann = {"volcano.sh/vgpu-ids-new": "GPU-0,NVIDIA,1000,30:", "volcano.sh/bind-phase": "allocating"}
+    with fake_api() as api:
+        api.create_many([node("n1"), pod("a"), pod("b")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(10)
+            b, rec = _binder(api, store)
+            api.fail("POST", r"/pods/a/binding$", 503, times=1)  # keeps the first call in flight a moment
+            assert b.submit({"ns/a": "n1", "ns/b": "n1"}, {"ns/a": ann}) == 2
+            seen = {k: o for kind, k, o in store.take_changes() if kind == POD}
+            assert seen["ns/a"]["metadata"]["annotations"]["volcano.sh/vgpu-ids-new"] == "GPU-0,NVIDIA,1000,30:"
+            assert "volcano.sh/vgpu-ids-new" not in (seen["ns/b"]["metadata"].get("annotations") or {})
+            assert b.drain(10)
+            assert wait(lambda: not store.assumed)
+            got = store.get(POD, "ns/a")
+            assert got["spec"]["nodeName"] == "n1" and {k: got["metadata"]["annotations"][k] for k in ann} == ann
+            b.stop()
+            rec.stop()
+
+
 def test_submitting_again_while_in_flight_does_not_bind_twice() -> None:
     with fake_api() as api:
         api.create_many([node("n1"), pod("a")])

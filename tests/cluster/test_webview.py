@@ -14,7 +14,9 @@ from tidesched.explain import quota
 from tidesched.cluster import webview
 from tidesched.cluster.server import HttpServer
 from tidesched.model.snapshot import build_snapshot
+from tidesched.model.vgpu import ASSIGNED_IDS, ASSIGNED_NODE
 from tidesched.scheduler import config_from_file, config_from_text, open_session, run_actions
+from vgpu_builders import vgpu_config, vgpu_node, vgpu_pod
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED000 = ROOT / "tests/data/config/seed000_tidal.conf"
@@ -68,6 +70,24 @@ def test_view_of_a_session_queues_nodes_and_pending_reasons() -> None:
     assert body is not None and json.loads(body)["queues"] == view["queues"] and live.body() is body
     live.publish({"session": 8})  # a new view: encoded anew
     assert json.loads(live.body() or b"{}") == {"session": 8}
+
+
+def test_node_grid_counts_vgpu_devices_as_cards_of_the_product() -> None:
+    # A vGPU node shows its product, its devices as cards and the compute its pods hold, once
+    # the session's binds land: 30 % held before, 50 % bound now, of 2 devices.
+    objs = [
+        queue("default", weight=1),
+        vgpu_node("n1", gpus=2, product="Tesla-T4"),
+        vgpu_pod("r", node="n1", phase="Running", memory=100, cores=30,
+                 annotations={ASSIGNED_IDS: "GPU-n1-0,NVIDIA,100,30:", ASSIGNED_NODE: "n1"}),
+        podgroup("pg-p"),
+        vgpu_pod("p", group="pg-p", memory=100, cores=50),
+    ]
+    ssn = open_session(build_snapshot(objs), config_from_text(vgpu_config()))
+    assert run_actions(ssn).bound == {"ns/p": "n1"}
+    grid = webview.node_grid(ssn)
+    (row,) = grid["nodes"]
+    assert grid["models"][row[1]] == "Tesla-T4" and row[2:4] == [0.8, 2.0]
 
 
 def test_queue_tree_depth_first_with_parents() -> None:

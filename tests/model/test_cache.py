@@ -351,3 +351,23 @@ def test_preparsed_objects_are_taken_by_their_update_and_dropped_at_open(monkeyp
     assert calls[-1] == "late" and calls.count("late") == 2
     snapshot, _ = cache.open()
     assert sorted(p.key for p in snapshot.pods) == ["ns/a", "ns/b", "ns/late"]
+
+
+def test_a_task_a_session_allocated_and_took_back_leaves_no_zero_scalar_in_its_job() -> None:
+    """A session that allocates a GPU task and takes it back within itself (a failed gang
+    attempt) ends with the task's status as its pod says but ``nvidia.com/gpu: 0`` in the job's
+    allocated sum; a rebuilt job names no GPU there, and comparisons whose missing dimensions
+    count as infinite tell the two apart. Found by the property test above."""
+    from tidesched.model.status import TaskStatus
+
+    cache = ClusterCache(OURS)
+    cache.update("Node", "n0", node_obj(0, 8, 2, True, 0))
+    cache.update("Pod", "a/p0", pod_obj(0, 0, None, True, 1, True, None, "Pending", False, None, None, False))
+    _, state = cache.open()
+    job = next(iter(state.jobs.values()))
+    task = state.tasks["uid-0-0"]
+    job.update_task_status(task, TaskStatus.ALLOCATED)
+    job.update_task_status(task, TaskStatus.PENDING)
+    assert job.allocated.scalars == {"nvidia.com/gpu": 0.0}  # what the session left
+    _, again = cache.open()
+    assert next(iter(again.jobs.values())).allocated.scalars == {}

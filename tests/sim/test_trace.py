@@ -83,7 +83,7 @@ def build_small(tmp_path: Path, **kw: Any) -> tuple[list[dict[str, Any]], list[t
 
 
 def test_nodes_get_card_labels_and_allocatable(tmp_path: Path) -> None:
-    objects, _events = load_trace(write_trace(tmp_path), shared_fraction=0.0)
+    objects, _events = load_trace(write_trace(tmp_path), shared_fraction=0.0, gpu_sharing="mps")
     nodes = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Node"}
     assert set(nodes) == {"n-cpu", "n-t4-a", "n-t4-b", "n-v100"}
     cpu = nodes["n-cpu"]
@@ -103,7 +103,7 @@ def test_nodes_get_card_labels_and_allocatable(tmp_path: Path) -> None:
 
 
 def test_shared_nodes_advertise_mps_slices(tmp_path: Path) -> None:
-    objects, _events, summary = build_small(tmp_path, shared_fraction=0.5, seed=1)
+    objects, _events, summary = build_small(tmp_path, shared_fraction=0.5, seed=1, gpu_sharing="mps")
     shared = [o for o in objects if o["kind"] == "Node" and "nvidia.com/gpu.shared" in o["status"]["allocatable"]]
     # half of the T4 GPUs is one of the two 4-GPU nodes; the single 8-GPU V100 node is as far from
     # half shared as unshared, so it stays whole
@@ -118,19 +118,19 @@ def test_shared_nodes_advertise_mps_slices(tmp_path: Path) -> None:
 
 
 def test_shared_fraction_defaults_to_the_fractional_demand(tmp_path: Path) -> None:
-    _o, _e, summary = build_small(tmp_path)
+    _o, _e, summary = build_small(tmp_path, gpu_sharing="mps")
     # GPU demand in milli: 1000 + 460 + 8000 + 1000 + 2000; fractional 460
     assert summary.shared_fraction == pytest.approx(460 / 12460)
     assert summary.fractional == 1
 
 
 def test_shared_node_choice_is_seeded_and_deterministic(tmp_path: Path) -> None:
-    a = build_small(tmp_path, shared_fraction=0.5, seed=3)
-    b = build_small(tmp_path, shared_fraction=0.5, seed=3)
+    a = build_small(tmp_path, shared_fraction=0.5, seed=3, gpu_sharing="mps")
+    b = build_small(tmp_path, shared_fraction=0.5, seed=3, gpu_sharing="mps")
     assert a[0] == b[0]
     choices = set()
     for seed in range(12):
-        objs = build_small(tmp_path, shared_fraction=0.5, seed=seed)[0]
+        objs = build_small(tmp_path, shared_fraction=0.5, seed=seed, gpu_sharing="mps")[0]
         choices.add(tuple(o["metadata"]["name"] for o in objs
                           if o["kind"] == "Node" and "nvidia.com/gpu.shared" in o["status"]["allocatable"]))
     assert len(choices) > 1  # the seed matters
@@ -140,7 +140,7 @@ def test_shared_node_choice_is_seeded_and_deterministic(tmp_path: Path) -> None:
 
 
 def test_pods_become_deployments_and_volcano_jobs(tmp_path: Path) -> None:
-    _objects, events = load_trace(write_trace(tmp_path), shared_fraction=0.0)
+    _objects, events = load_trace(write_trace(tmp_path), shared_fraction=0.0, gpu_sharing="mps")
     subs = submitted(events)
     assert set(subs) == {"p-ls", "p-be-share", "p-be-8", "p-cpu", "p-pend", "p-guar"}
     ls = subs["p-ls"]
@@ -169,12 +169,12 @@ def test_pods_become_deployments_and_volcano_jobs(tmp_path: Path) -> None:
 
 
 def test_fractional_gpu_becomes_mps_slices(tmp_path: Path) -> None:
-    _objects, events = load_trace(write_trace(tmp_path))
+    _objects, events = load_trace(write_trace(tmp_path), gpu_sharing="mps")
     share = submitted(events)["p-be-share"]
     assert requests(share)["nvidia.com/gpu.shared"] == "5"  # ceil(460 * 10 / 1000)
     assert "nvidia.com/gpu" not in requests(share)
     assert pod_template(share)["metadata"]["annotations"]["volcano.sh/card.name"] == "Tesla-T4/mps-16g*1/10"
-    _objects, events = load_trace(write_trace(tmp_path), mps_replicas=4)
+    _objects, events = load_trace(write_trace(tmp_path), mps_replicas=4, gpu_sharing="mps")
     share = submitted(events)["p-be-share"]
     assert requests(share)["nvidia.com/gpu.shared"] == "2"  # ceil(1.84)
     assert pod_template(share)["metadata"]["annotations"]["volcano.sh/card.name"] == "Tesla-T4/mps-16g*1/4"
@@ -235,7 +235,7 @@ def test_limit_keeps_the_first_pods(tmp_path: Path) -> None:
 
 
 def test_queues_online_and_offline_with_cluster_sized_quota(tmp_path: Path) -> None:
-    objects, _ = load_trace(write_trace(tmp_path), shared_fraction=0.0)
+    objects, _ = load_trace(write_trace(tmp_path), shared_fraction=0.0, gpu_sharing="mps")
     queues = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Queue"}
     assert set(queues) == {"queue-inference", "queue-training"}
     online, offline = queues["queue-inference"], queues["queue-training"]
@@ -244,7 +244,7 @@ def test_queues_online_and_offline_with_cluster_sized_quota(tmp_path: Path) -> N
     quota = json.loads(offline["metadata"]["annotations"]["volcano.sh/card.quota"])
     assert quota == {"Tesla-T4": 8, "Tesla-V100-32GB": 8}
     assert offline["spec"]["capability"] == {"cpu": "320000m", "memory": "1835008Mi", "nvidia.com/gpu": "16"}
-    objects, _ = load_trace(write_trace(tmp_path), shared_fraction=0.0, quota_fraction=0.5)
+    objects, _ = load_trace(write_trace(tmp_path), shared_fraction=0.0, quota_fraction=0.5, gpu_sharing="mps")
     q = [o for o in objects if o["kind"] == "Queue"][0]
     assert json.loads(q["metadata"]["annotations"]["volcano.sh/card.quota"]) == {"Tesla-T4": 4, "Tesla-V100-32GB": 4}
 
@@ -255,12 +255,12 @@ def test_queues_online_and_offline_with_cluster_sized_quota(tmp_path: Path) -> N
 def test_model_map_dict_and_yaml(tmp_path: Path) -> None:
     path = write_trace(tmp_path)
     objects, _ = load_trace(path, model_map={"T4": "NVIDIA-T4", "V100M32": {"name": "V100", "memory_mib": 32510}},
-                            shared_fraction=0.0)
+                            shared_fraction=0.0, gpu_sharing="mps")
     products = {o["metadata"]["labels"].get("nvidia.com/gpu.product") for o in objects if o["kind"] == "Node"}
     assert products == {None, "NVIDIA-T4", "V100"}
     mm = tmp_path / "models.yaml"
     mm.write_text("T4: My-T4\n")
-    _objects, events = load_trace(path, model_map=mm)
+    _objects, events = load_trace(path, model_map=mm, gpu_sharing="mps")
     share = submitted(events)["p-be-share"]
     assert pod_template(share)["metadata"]["annotations"]["volcano.sh/card.name"] == "My-T4/mps-16g*1/10"
 
@@ -404,6 +404,7 @@ def test_simulate_trace_from_the_command_line(tmp_path: Path) -> None:
         (["--pods", "missing.csv"], "not found"),
         (["--compression", "0"], "must be positive"),
         (["--limit", "-1"], "limit"),
+        (["--gpu-sharing", "nvlink"], "gpu_sharing must be one of vgpu, mps"),
     ],
 )
 def test_simulate_trace_refuses_bad_options_with_a_message(tmp_path: Path, args: list[str], message: str) -> None:
@@ -437,6 +438,7 @@ def test_a_scenario_file_names_a_trace(tmp_path: Path) -> None:
     assert summary.pods == 4
     assert [m.obj for m in sc_.objects] == [m.obj for m in expected.objects]
     assert len(sc_.events) == len(expected.events) + 1  # the trace's, and the cordon
+    assert sc_.config_source == expected.config_source and "deviceshare" in sc_.config_source
     assert run(sc_).result["summary"]["pods_bound"] >= 1
 
 
@@ -448,6 +450,7 @@ def test_a_scenario_file_names_a_trace(tmp_path: Path) -> None:
         ("{dir: trace, compression: 0}", "positive number"),
         ("{dir: trace, limit: -2}", "non-negative integer"),
         ("{dir: trace, speed: 2}", "unknown key"),
+        ("{dir: trace, gpuSharing: nvlink}", "gpu_sharing must be one of"),
         ("[trace]", "expected a mapping"),
     ],
 )

@@ -39,10 +39,22 @@ def victims_resources(victims: Iterable["TaskInfo"], width: int) -> np.ndarray:
 
 
 def validate_victims(ssn: "Session", preemptor: "TaskInfo", row: int, victims: Iterable["TaskInfo"]) -> bool:
-    """Volcano ValidateVictims: request ≤ FutureIdle + Σ victims' requests."""
+    """Volcano ValidateVictims: request ≤ FutureIdle + Σ victims' requests (and, for a vGPU
+    preemptor, its devices fit once the victims are gone)."""
     table = ssn.table
+    victims = list(victims)
     avail = table.future_idle[row] + victims_resources(victims, len(table.dims))
-    return table.fits_row(preemptor, avail)
+    return table.fits_row(preemptor, avail) and devices_fit(ssn, preemptor, row, victims)
+
+
+def devices_fit(ssn: "Session", task: "TaskInfo", row: int, released: Iterable["TaskInfo"]) -> bool:
+    """Does a vGPU task fit the node's devices once ``released`` are gone (True for other tasks,
+    or when deviceshare does not enforce devices)? Node room alone can hide devices too full."""
+    devices = ssn.table.devices
+    req = task.pod.vgpu
+    if req is None or devices is None or not devices.enforced:
+        return True
+    return devices.fits_releasing(row, req, released, ssn.table.tasks[row])
 
 
 def unresolvable_nodes(ssn: "Session", task: "TaskInfo", pred: "PredicateResult") -> np.ndarray:

@@ -15,7 +15,7 @@ from tidesched.framework.arguments import ConfigError
 
 def _trace_scenario(
     trace: Path, pods: str | None, compression: float, fill: bool, limit: int | None, seed: int,
-    config: Path | None,
+    config: Path | None, gpu_sharing: str = "vgpu",
 ) -> Any:
     """The scenario of ``simulate --trace``: the pod list found as given, in the trace directory or
     in its csv/ directory."""
@@ -35,7 +35,7 @@ def _trace_scenario(
     try:
         sc, _summary = trace_scenario(
             source, fill=fill, time_compression=compression, limit=limit, seed=seed, config_path=config,
-            name=f"trace {trace.name}" + (f" ({Path(pods).name})" if pods else ""),
+            name=f"trace {trace.name}" + (f" ({Path(pods).name})" if pods else ""), gpu_sharing=gpu_sharing,
         )
     except (TraceError, ScenarioError, ConfigError, OSError) as exc:
         fail(str(exc))
@@ -76,6 +76,10 @@ def simulate_cmd(
         bool, typer.Option("--fill/--no-fill", help="Submit every trace pod at t=0 (as FGD does) instead of at its arrival time.")
     ] = False,
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N pods of the trace.")] = None,
+    gpu_sharing: Annotated[
+        str, typer.Option("--gpu-sharing", help="How the trace shares GPUs: vgpu (per-device, Volcano deviceshare) "
+                                                "or mps (whole nodes of MPS replicas).")
+    ] = "vgpu",
     from_cluster: Annotated[
         bool, typer.Option("--from-cluster", help="What-if: start from the live cluster (read once, read-only).")
     ] = False,
@@ -130,7 +134,8 @@ def simulate_cmd(
             fail("--chaos generates its own cluster; give it without --from-cluster / --from-dump")
             return
     elif chaos is not None:
-        if scenario is not None or trace is not None or config is not None or pods or limit or fill or compression != 1.0:
+        trace_options = pods or limit or fill or compression != 1.0 or gpu_sharing != "vgpu"
+        if scenario is not None or trace is not None or config is not None or trace_options:
             fail("--chaos generates its own scenario and config; give no scenario, --trace or --config (nor trace options) with it")
             return
         if not 0 < chaos_hours <= 24 * 366:
@@ -151,10 +156,10 @@ def simulate_cmd(
         if scenario is not None:
             fail("give a scenario or --trace, not both")
             return
-        sc = _trace_scenario(trace, pods, compression, fill, limit, seed, config)
+        sc = _trace_scenario(trace, pods, compression, fill, limit, seed, config, gpu_sharing)
     else:
-        if pods is not None or limit is not None or fill or compression != 1.0:
-            fail("--pods, --limit, --fill and --compression apply to --trace only")
+        if pods is not None or limit is not None or fill or compression != 1.0 or gpu_sharing != "vgpu":
+            fail("--pods, --limit, --fill, --compression and --gpu-sharing apply to --trace only")
             return
         path = scenario if scenario is not None else bundled_example()
         try:

@@ -37,6 +37,9 @@ class BindRequest:
     key: str  # namespace/name
     node: str
     uid: str
+    # Written on the pod with the binding (the API server copies a Binding's annotations onto
+    # the pod as it sets the node): the vGPU devices deviceshare gave it.
+    annotations: Mapping[str, str] | None = None
 
 
 class Binder:
@@ -75,19 +78,21 @@ class Binder:
     def start(self) -> None:
         """Nothing to start: the connection's call loop starts with the first call."""
 
-    def submit(self, binds: Mapping[str, str]) -> int:
-        """Assume and send the session's binds; returns how many were sent. Pods already in
-        flight, already bound or gone are skipped."""
+    def submit(self, binds: Mapping[str, str], annotations: Mapping[str, Mapping[str, str]] | None = None) -> int:
+        """Assume and send the session's binds (with the ``annotations`` a bind carries, by pod
+        key); returns how many were sent. Pods already in flight, already bound or gone are
+        skipped."""
         queued = 0
         for key, node in sorted(binds.items()):
             pod = self.store.get(POD, key)
             if pod is None or (pod.get("spec") or {}).get("nodeName"):
                 continue
             uid = str((pod.get("metadata") or {}).get("uid") or "")
-            if not self.store.assume(key, node, uid):
+            extra = (annotations or {}).get(key) or None
+            if not self.store.assume(key, node, uid, extra):
                 continue
             self._in_flight.add()
-            self._send(BindRequest(key, node, uid), 0, time.monotonic(), 0.0)
+            self._send(BindRequest(key, node, uid, extra), 0, time.monotonic(), 0.0)
             queued += 1
         return queued
 
@@ -98,11 +103,14 @@ class Binder:
 
     def _send(self, req: BindRequest, attempt: int, t0: float, delay: float) -> None:
         ns, name = req.key.split("/", 1)
+        metadata: dict[str, Any] = {"name": name, "namespace": ns, **({"uid": req.uid} if req.uid else {})}
+        if req.annotations:
+            metadata["annotations"] = dict(req.annotations)
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
             # The UID makes the API server refuse to bind a pod recreated under the same name.
-            "metadata": {"name": name, "namespace": ns, **({"uid": req.uid} if req.uid else {})},
+            "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": req.node},
         }
         self.kube.send(

@@ -25,7 +25,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from tidesched.cluster.api import ApiException, Kube, json_lines, status_of
 
@@ -82,6 +82,7 @@ class _Assumed:
     node: str
     uid: str
     expires: float | None = None  # set once the bind call returned; None while in flight
+    annotations: Mapping[str, str] | None = None  # written with the binding (vGPU devices)
 
 
 @dataclass
@@ -284,7 +285,12 @@ class ClusterStore:
         unconfirmed, terminating from the moment we evicted it."""
         a = self.assumed.get(key)
         if a is not None:
-            return {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": a.node}}
+            out = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": a.node}}
+            if a.annotations:
+                md = dict(pod.get("metadata") or {})
+                md["annotations"] = {**(md.get("annotations") or {}), **a.annotations}
+                out["metadata"] = md
+            return out
         if key in self.releasing:
             md = dict(pod.get("metadata") or {})
             md["deletionTimestamp"] = _rfc3339(self.released_at.get(key, 0.0))
@@ -293,12 +299,13 @@ class ClusterStore:
 
     # -- overlays -------------------------------------------------------------------------
 
-    def assume(self, key: str, node: str, uid: str) -> bool:
-        """Mark a pod bound to ``node`` in the cache; False when it already is (in flight)."""
+    def assume(self, key: str, node: str, uid: str, annotations: Mapping[str, str] | None = None) -> bool:
+        """Mark a pod bound to ``node`` in the cache, with the ``annotations`` its binding
+        carries; False when it already is (in flight)."""
         with self._cond:
             if key in self.assumed:
                 return False
-            self.assumed[key] = _Assumed(node, uid)
+            self.assumed[key] = _Assumed(node, uid, annotations=annotations)
             self._dirty[POD].add(key)
             self._changed()
             return True

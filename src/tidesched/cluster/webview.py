@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from tidesched.model.cards import MILLI, CardCatalog
+from tidesched.model.devices import CORE
 from tidesched.model.queue_tree import children_of, resolve_parents
 from tidesched.model.resource import CPU
 from tidesched.model.status import TaskStatus
+from tidesched.model.vgpu import node_card_scalars
 
 if TYPE_CHECKING:
     from tidesched.framework.decisions import Decisions
@@ -89,7 +91,7 @@ def queue_rows(ssn: Session, report: QuotaReport) -> list[dict[str, Any]]:
 def _grid_layout(table: Any) -> tuple[list[str], list[int], Any, Any]:
     """What of the grid depends on the nodes alone (kept per node set, see NodeTable.memo): the
     models, each row's model, what each row offers, and which table columns count as its use."""
-    catalog = CardCatalog.build((n.name, n.meta.labels, n.allocatable.scalars) for n in table.nodes)
+    catalog = CardCatalog.build((n.name, n.meta.labels, node_card_scalars(n)) for n in table.nodes)
     models: list[str] = []
     index: dict[str, int] = {}
     row_model: list[int] = []
@@ -126,7 +128,10 @@ def node_grid(ssn: Session) -> dict[str, Any]:
     (flag ``c``: cordoned)."""
     table = ssn.table
     models, row_model, total, mask = table.memo(("webview", "grid"), lambda: _grid_layout(table))
-    used = np.round((table.used * mask).sum(axis=1) / MILLI, 3).tolist()
+    held = (table.used * mask).sum(axis=1)
+    if table.devices is not None:  # vGPU devices: the compute their pods hold (milli-GPU)
+        held = held + table.devices.state("now")[CORE].sum(axis=1)
+    used = np.round(held / MILLI, 3).tolist()
     totals = np.round(total, 3).tolist()
     rows = [
         [node.name, m, u, t, "c" if node.unschedulable else ""]

@@ -26,6 +26,7 @@ from tidesched.model.cards import MILLI, CardCatalog
 from tidesched.model.quantity import QuantityError, parse_quantity
 from tidesched.model.resource import CPU, MEMORY, PODS, Resource
 from tidesched.model.status import PodGroupPhase, TaskStatus
+from tidesched.model.vgpu import node_card_scalars
 
 if TYPE_CHECKING:
     from tidesched.framework.plugin import QuotaView
@@ -156,7 +157,7 @@ def _fallback(ssn: Session) -> dict[str, dict[str, Usage]]:
 
 def card_totals(ssn: Session) -> dict[str, float]:
     """Cards per model on the session's nodes (Ready ones), in cards."""
-    catalog = CardCatalog.build((n.name, n.meta.labels, n.allocatable.scalars) for n in ssn.table.nodes)
+    catalog = CardCatalog.build((n.name, n.meta.labels, node_card_scalars(n)) for n in ssn.table.nodes)
     out: dict[str, float] = {}
     for nc in catalog.nodes.values():
         for slot in nc.slots:

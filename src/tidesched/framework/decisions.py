@@ -47,12 +47,18 @@ class Decisions:
     # The earliest session time (seconds since the epoch) at which a time-based rule (a gang
     # timeout) falls due, if any: a world that skips idle sessions must hold one then.
     wake_at: float | None = None
+    # Annotations to write on a bound pod with its binding (the vGPU devices it was given,
+    # plugins/deviceshare.py), by pod key.
+    bind_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "bound": dict(sorted(self.bound.items())),
             "pipelined": dict(sorted(self.pipelined.items())),
             "evicted": sorted(self.evicted),
             "podgroups": dict(sorted(self.podgroups.items())),
             "events": [e.to_dict() for e in self.events],
         }
+        if self.bind_annotations:
+            out["bind_annotations"] = {k: dict(sorted(v.items())) for k, v in sorted(self.bind_annotations.items())}
+        return out

@@ -81,6 +81,10 @@ class Session(SessionHooks):
         self.evicted: dict[str, str] = {}
         self.bound_tasks: list[TaskInfo] = []
         self.on_dispatch: Callable[[str, str], None] | None = None  # (pod key, node): bind it now
+        # A plugin's annotations for a task's binding (deviceshare: its vGPU devices), made at
+        # dispatch, before on_dispatch, so that a world binding at once writes them with it.
+        self.annotate_bind: Callable[[TaskInfo], dict[str, str] | None] | None = None
+        self.bind_annotations: dict[str, dict[str, str]] = {}
         self.pod_condition_reasons: dict[str, str] = {}
         # PodGroups a plugin already gave their own Warning this session (GangTimeout): close
         # adds no generic "Unschedulable" event for them.
@@ -162,6 +166,10 @@ class Session(SessionHooks):
             job.update_task_status(task, TaskStatus.BINDING)
         self.bound[task.key] = task.node_name
         self.bound_tasks.append(task)
+        if self.annotate_bind is not None:
+            annotations = self.annotate_bind(task)
+            if annotations:
+                self.bind_annotations[task.key] = annotations
         if self.on_dispatch is not None:
             self.on_dispatch(task.key, task.node_name)
 
@@ -272,6 +280,7 @@ class Session(SessionHooks):
             eviction_reasons=dict(self.evicted),
             pod_condition_reasons=dict(self.pod_condition_reasons),
             wake_at=self.wake_at,
+            bind_annotations=dict(self.bind_annotations),
         )
 
     def queue_allocated(self) -> dict[str, Resource]:
@@ -348,6 +357,7 @@ class Session(SessionHooks):
         self.plugins = {}
         self._empty_registries()
         self.on_dispatch = None
+        self.annotate_bind = None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -281,6 +281,7 @@ class ClusterCache:
         table = self._table
         assert table is not None
         table.prepare_task(task)
+        task.devices = task.pod.vgpu_assignment  # devices chosen for older nodes are chosen again
         if occupies_node(task):
             i = table.index.get(task.node_name)
             if i is not None:
@@ -288,6 +289,7 @@ class ClusterCache:
                 if row and next(reversed(row.values())).key > task.key:
                     self._unsorted_rows.add(i)
                 table.add_task(i, task)
+        task.base_devices = task.devices  # what the cache charged (a session may change it)
 
     # -- rebuilds -----------------------------------------------------------------------
 
@@ -330,22 +332,23 @@ class ClusterCache:
         if not self._lent:
             return
         self._lent = False
-        touched: dict[int, JobInfo] = {}
         for task in self._tasks.values():
             pod = task.pod
             if task.status is not pod.status or task.node_name != pod.node_name:
                 job = self._jobs.get(task.job) if task.job else None
                 if job is not None:
                     job.update_task_status(task, pod.status)
-                    touched[id(job)] = job
                 else:
                     task.status = pod.status
                 task.node_name = pod.node_name
             task.fit_error = None
             task.order_key = None
-        for job in touched.values():
-            _drop_zero_scalars(job)
+            if task.devices is not task.base_devices:
+                task.devices = task.base_devices
         for job in self._jobs.values():
+            # Also for jobs no task of which ended in another status: a session may have
+            # allocated a task and taken it back again, leaving a scalar at zero.
+            _drop_zero_scalars(job)
             pg = job.pod_group
             if job.phase != pg.phase:
                 job.phase = pg.phase

@@ -19,6 +19,9 @@ Node discovery (CARD-1), from a node's labels and ``status.allocatable``:
   slices named ``<product>/mps-<memGi>g*1/<replicas>``, memGi = card memory rounded to whole GiB.
 * MIG: allocatable ``nvidia.com/mig-<profile>`` gives slices ``<product>/mig-<profile>-mixed``.
 * A node may offer whole cards and slices at once (7 whole H200 + MIG slices of the 8th).
+* vGPU devices (Volcano deviceshare, ``model.vgpu``) are whole cards of the product, counted in
+  card equivalents through ``VGPU_CARD_RESOURCE`` when callers pass ``node_card_scalars``; a
+  vGPU pod asks for its compute share (``pod_card_scalars``).
 * Non-card scalars (RDMA, hugepages, ...) are ignored.
 
 Requests and quotas (CARD-2..5, DEC-2..6, DEC-11):
@@ -44,6 +47,7 @@ from dataclasses import dataclass, field
 
 from tidesched.model.fields import shown, parse_count, parse_json
 from tidesched.model.problems import ObjectError
+from tidesched.model.vgpu import VGPU_CARD_RESOURCE
 
 CARD_NAME_ANNOTATION = "volcano.sh/card.name"
 CARD_REQUEST_ANNOTATION = "volcano.sh/card.request"
@@ -243,7 +247,8 @@ def discover_node_cards(node: str, labels: Mapping[str, str], allocatable: Mappi
                     unnamed_problem = f"MIG resource {res} has an invalid profile; not used"
                 else:
                     slots.append(CardSlot(mig_model_name(product, profile), (res,), MIG, amount))
-            elif domain and resource_domain(res) == domain:
+            elif (domain and resource_domain(res) == domain) or (res == VGPU_CARD_RESOURCE and product):
+                # vGPU devices (node_card_scalars) are cards of the node's product, in equivalents.
                 whole_resources.append(res)
                 whole_count += amount
             elif _WELL_KNOWN_CARD_RESOURCE.match(res):
@@ -326,7 +331,7 @@ class CardCatalog:
         has card labels, or a well-known card resource name."""
         if name in self.models_by_resource:
             return True
-        if is_mig_resource(name) or is_mps_resource(name):
+        if is_mig_resource(name) or is_mps_resource(name) or name == VGPU_CARD_RESOURCE:
             return True
         if resource_domain(name) in self.vendor_domains:
             return True

@@ -78,6 +78,8 @@ class TaskInfo:
         "fit_error",
         "order_key",
         "name_index",
+        "devices",
+        "base_devices",
     )
 
     def __init__(self, pod: Pod, job: str, priority: int) -> None:
@@ -106,6 +108,11 @@ class TaskInfo:
         self.fit_error: Any = None
         self.order_key: Any = None
         self.name_index = pod_name_index(self.name)
+        # vGPU devices held (model.devices): what the pod's annotation names, or what the node
+        # table chose when it placed the task; ``base_devices`` is what the cluster cache
+        # charged, put back after a session (ClusterCache._restore).
+        self.devices = pod.vgpu_assignment
+        self.base_devices = self.devices
 
     def __repr__(self) -> str:
         return f"Task({self.key}, {self.status.label()}, node={self.node_name or '-'})"

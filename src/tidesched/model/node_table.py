@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from tidesched.model.devices import DeviceTable
 from tidesched.model.infos import TaskInfo
 from tidesched.model.objects import Node
 from tidesched.model.resource import CPU, MEMORY, MIN_RESOURCE, Resource
@@ -134,6 +135,9 @@ class NodeTable:
         # What plugins derive from the nodes alone (label and taint indexes, static filter
         # masks), shared by every copy of this table: built once per node set, not per session.
         self.shared: dict[object, Any] = {}
+        # The nodes' vGPU devices (model.devices), kept by add_task/remove_task; None when no
+        # node registers any.
+        self.devices: DeviceTable | None = DeviceTable.build(self.nodes)
 
     def copy(self) -> "NodeTable":
         """A table a session may change: own usage arrays; the nodes, dimensions, allocatable
@@ -160,6 +164,7 @@ class NodeTable:
         new._row_caches = {}
         new._parent = None
         new._carry_context = None
+        new.devices = self.devices.copy() if self.devices is not None else None
         if self._carry_context is not None:
             new._parent = self
         return new
@@ -334,6 +339,17 @@ class NodeTable:
             part = avail if rows is None else avail[rows]
             return np.all(part + MIN_RESOURCE > check, axis=1)
 
+        devices = self.devices
+        vgpu = task.pod.vgpu
+        if which == "idle" and vgpu is not None and devices is not None and devices.enforced:
+            # A vGPU pod placed now also needs device room now (model.devices; the deviceshare
+            # predicate checks the room once releasing pods are gone).
+            tasks = self.tasks
+
+            def compute_with_devices(rows: np.ndarray | None) -> np.ndarray:
+                return compute(rows) & devices.fit_rows(vgpu, "idle", rows, tasks)
+
+            return self.row_cached((*key, "vgpu", vgpu.shape()), compute_with_devices)
         return self.row_cached(key, compute)
 
     def _own_rp(self) -> None:
@@ -358,6 +374,8 @@ class NodeTable:
             self.held[i] += task.init_vec
             self.held_nonzero[i] += task.nonzero_req
         self.pod_count[i] += 1
+        if self.devices is not None and task.pod.vgpu is not None:
+            self.devices.add(i, task, self.tasks[i])
         row = self._row(i)
         before = row.get(task.uid)
         row[task.uid] = task
@@ -380,6 +398,8 @@ class NodeTable:
             self.held[i] -= task.init_vec
             self.held_nonzero[i] -= task.nonzero_req
         self.pod_count[i] -= 1
+        if self.devices is not None and task.pod.vgpu is not None:
+            self.devices.remove(i, task)
         self.anti_affinity_pods -= _holds_anti_affinity(self._row(i).pop(task.uid, None))
         self._refresh(i)
 

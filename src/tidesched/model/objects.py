@@ -3,6 +3,10 @@
 Each ``parse_*`` function either returns a record or raises :class:`ObjectError` naming the bad
 field; the snapshot builder turns that into a Warning event and skips the object (REL-1).
 Records are immutable inputs; per-session mutable state lives in :mod:`tidesched.model.infos`.
+
+Why one module of about 700 lines: it is the table of the kinds the scheduler reads, a record and
+its parser per kind, sharing the metadata and resource readers and the copy-on-write re-parses;
+the grammars they read with are modules of their own already (``fields``, ``quantity``, ``vgpu``).
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT
 )
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
-from tidesched.model.resource import Resource
+from tidesched.model.resource import PODS, Resource
 from tidesched.model.status import PodGroupPhase, QueueState, TaskStatus
+from tidesched.model.vgpu import NodeDevices, PodAssignment, VgpuRequest, node_devices, pod_assignment, pod_request
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+KUBELET_DEFAULT_MAX_PODS = 110  # the kubelet's --max-pods default, registered as allocatable pods
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
@@ -151,6 +157,10 @@ class Pod:
     # naming no cpu (memory) request counts 100m (200Mi), init containers as in init_resreq
     # (the larger of them and the app containers' sum), plus the overhead.
     nonzero_request: tuple[float, float] = (float(DEFAULT_MILLI_CPU_REQUEST), float(DEFAULT_MEMORY_REQUEST))
+    # Volcano vGPU (model.vgpu): the request when it is a vGPU pod, and the devices its
+    # allocation annotation names.
+    vgpu: VgpuRequest | None = None
+    vgpu_assignment: PodAssignment | None = None
 
     @property
     def key(self) -> str:
@@ -281,6 +291,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         raise ObjectError(where, problem) from None
     phase = parse_str(status.get("phase"), "status.phase", "Pending")
     node_name = parse_str(spec.get("nodeName"), "spec.nodeName")
+    vgpu = pod_request(spec, meta.namespace, meta.annotations)
     return Pod(
         meta=meta,
         scheduler_name=parse_str(spec.get("schedulerName"), "spec.schedulerName", "default-scheduler"),
@@ -303,6 +314,8 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         raw_spec=spec,
         spread_constraints=spread,
         nonzero_request=(nz_cpu, nz_memory),
+        vgpu=vgpu,
+        vgpu_assignment=pod_assignment(meta.annotations) if vgpu is not None else None,
     )
 
 
@@ -379,6 +392,7 @@ class Node:
     taints: tuple[Mapping[str, Any], ...]
     unschedulable: bool
     ready: bool
+    vgpu: NodeDevices | None = None  # registered vGPU devices that count (model.vgpu)
 
     @property
     def name(self) -> str:
@@ -393,6 +407,10 @@ def parse_node(obj: Mapping[str, Any]) -> Node:
     if alloc_raw is None:
         alloc_raw = status.get("capacity")
     allocatable = _resources(alloc_raw, "status.allocatable")
+    if not isinstance(alloc_raw, Mapping) or PODS not in alloc_raw:
+        # A kubelet always registers pods; a node naming none was written by hand. Read as the
+        # kubelet would register it: Volcano master checks pod slots in allocate and binds nothing.
+        allocatable.max_task_num = KUBELET_DEFAULT_MAX_PODS
     taints = _list(spec, "taints", "spec.taints")
     for i, t in enumerate(taints):
         if not isinstance(t, Mapping) or not t.get("key") and t.get("effect") is None:
@@ -407,6 +425,7 @@ def parse_node(obj: Mapping[str, Any]) -> Node:
         taints=tuple(taints),
         unschedulable=parse_flag(spec.get("unschedulable"), "spec.unschedulable"),
         ready=ready,
+        vgpu=node_devices(meta.annotations, allocatable.scalars),
     )
 
 

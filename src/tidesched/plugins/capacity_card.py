@@ -39,6 +39,12 @@ Hooks
         DEC-7). Victims must hold one of the reclaimer's acceptable card models; a PodGroup
         annotated ``volcano.sh/preemptable: "false"`` protects its pods (TIDE-3).
 
+vGPU (the deviceshare plugin, issue 26): a node that registers vGPU devices offers one card of
+its product (``nvidia.com/gpu.product``) per device; a vGPU pod is charged its *card
+equivalents*, per device its compute share (``volcano.sh/vgpu-cores`` / 100; a device taken
+without a compute share, which may use all of it, counts as a whole card), for the model of the
+node it lands on, like any card pod (``model.vgpu.pod_card_scalars``; docs/gpu-sharing.md).
+
 Service type (TIDE-1): PodGroup annotation ``volcano.sh/service.type``, else the pod's first
 ownerReference kind through ``podOwnerReferenceToServiceType``, else unknown.
 
@@ -71,6 +77,7 @@ from tidesched.model.cards import (
 )
 from tidesched.model.objects import PREEMPTABLE_KEY, parse_bool
 from tidesched.model.status import QueueState, TaskStatus
+from tidesched.model.vgpu import VGPU_CARD_RESOURCE, node_card_scalars, pod_card_scalars
 from tidesched.plugins.card_ledger import (
     CardLedger,
     QueueCards,
@@ -162,7 +169,7 @@ class CapacityCardPlugin(CardLedger, Plugin):
         # Card models: named from every node the snapshot has (a model on NotReady nodes is
         # still a known model), placed on the session's (Ready) node rows.
         self.catalog = CardCatalog.build(
-            (n.name, n.meta.labels, n.allocatable.scalars) for n in ssn.snapshot.nodes
+            (n.name, n.meta.labels, node_card_scalars(n)) for n in ssn.snapshot.nodes
         )
         for node, msg in self.catalog.problems:
             if node:
@@ -209,6 +216,13 @@ class CapacityCardPlugin(CardLedger, Plugin):
                     j = table.dim_index.get(r)
                     if j is not None:
                         self.model_used[slot.model] += float(table.used[i, j])
+                    elif r == VGPU_CARD_RESOURCE:
+                        # vGPU devices have no column: the card equivalents of the pods on them.
+                        self.model_used[slot.model] += sum(
+                            pod_card_scalars(t.pod).get(r, 0.0)
+                            for t in table.tasks[i].values()
+                            if t.pod.vgpu is not None and t.status != TaskStatus.PIPELINED
+                        )
         self._all_pass = PredicateResult(np.ones(n, dtype=bool), [])
         self.cluster_cpu = float(table.allocatable[:, 0].sum()) if n else 0.0
         self.cluster_memory = float(table.allocatable[:, 1].sum()) if n else 0.0

@@ -34,6 +34,7 @@ from tidesched.model.cards import (
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import MIN_RESOURCE
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
+from tidesched.model.vgpu import pod_card_scalars
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -193,7 +194,7 @@ class CardLedger:
         """The task's card request (cached for the session)."""
         req = self._requests.get(task.uid)
         if req is None:
-            req = pod_card_request(task.pod.meta.annotations, task.resreq.scalars, self.catalog)
+            req = pod_card_request(task.pod.meta.annotations, pod_card_scalars(task.pod), self.catalog)
             self._requests[task.uid] = req
             for msg in req.warnings:
                 self._event("Pod", task.namespace, task.name, "Warning", "UnknownCardModel", msg)
@@ -210,7 +211,7 @@ class CardLedger:
         if not resources and req.error:
             resources = tuple(
                 r
-                for r, v in sorted(task.resreq.scalars.items())
+                for r, v in sorted(pod_card_scalars(task.pod).items())
                 if v > 0 and self.catalog.is_card_resource(r)
             )
         nc = self.catalog.nodes.get(task.node_name)
@@ -226,7 +227,7 @@ class CardLedger:
             return req.count
         if req.error:
             return sum(
-                v for r, v in task.resreq.scalars.items() if v > 0 and self.catalog.is_card_resource(r)
+                v for r, v in pod_card_scalars(task.pod).items() if v > 0 and self.catalog.is_card_resource(r)
             )
         return 0.0
 

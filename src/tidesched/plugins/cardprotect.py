@@ -36,6 +36,7 @@ from tidesched.model.cards import (
     model_product,
     split_card_names,
 )
+from tidesched.model.vgpu import node_card_scalars
 from tidesched.plugins.predicates import template_key
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def _node_groups(table: "NodeTable", protect_all: bool, protected: frozenset[str
     index: dict[tuple[str, ...], int] = {}
     codes = np.full(len(table), -1, dtype=np.int64)
     for row, node in enumerate(table.nodes):
-        found = discover_node_cards(node.name, node.meta.labels, node.allocatable.scalars)
+        found = discover_node_cards(node.name, node.meta.labels, node_card_scalars(node))
         models = tuple(m for m in found.models if protect_all or m in protected)
         if models:
             codes[row] = index.setdefault(models, len(index))

@@ -7,7 +7,8 @@ a small scenario file that reproduces it.
   nodes, a queue tree (``root`` → ``online``/``offline`` → leaves with ``volcano.sh/card.quota``)
   under the capacity-card plugin with tidal reclaim, inference Deployments scaled up by day and
   down by night, training gangs (Volcano Jobs) submitted through the day — and faults, written
-  as ordinary scenario events (:data:`FAULT_KINDS`).
+  as ordinary scenario events (:data:`FAULT_KINDS`); on most seeds also vGPU nodes, GPU-share
+  workloads and device faults (:mod:`tidesched.sim.chaos_vgpu`).
 * :func:`run_document` runs a document through the normal loader and simulator, so a written
   file (:func:`dump_document`) replays exactly the same run with ``tidesched simulate FILE``.
 * :func:`shrink` cuts a failing document down while *the same invariant* still fails: first
@@ -32,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from tidesched.sim.chaos_vgpu import add_vgpu
 from tidesched.sim.invariants import RULE_RESTART
 from tidesched.sim.runner import SimulationRun, run
 from tidesched.sim.events import Scenario
@@ -59,6 +61,8 @@ FAULT_KINDS = {
     "podgroup-deleted": "delete PodGroup of a training job, seconds after an inference scale-up (mid-reclaim)",
     "job-deleted": "delete Job while it runs",
     "config-reload": "setConfig (another scheduler config: actions, plugin arguments)",
+    "device-unhealthy": "submit Node: a vGPU node re-registers one device unhealthy (running pods stay on it)",
+    "device-healthy": "submit Node: the device registered healthy again",
 }
 # Workload events (not faults, but counted beside them).
 WORKLOAD_KINDS = ("scale-up", "scale-down", "job-submitted")
@@ -102,7 +106,8 @@ _BASE_TIER1 = """- plugins:
 
 
 def _config(
-    actions: str, over_commit: float = 2.0, unlimited: bool = True, extra: str = "", starving: bool = False
+    actions: str, over_commit: float = 2.0, unlimited: bool = True, extra: str = "", starving: bool = False,
+    policy: str = "binpack",
 ) -> str:
     tier1 = _BASE_TIER1 if not starving else _BASE_TIER1.replace("    enableJobStarving: false\n", "")
     return (
@@ -120,6 +125,11 @@ def _config(
         "        Deployment: inference\n"
         "        Job: training\n"
         "  - name: nodeorder\n"
+        "  - name: deviceshare\n"
+        "    arguments:\n"
+        "      deviceshare.VGPUEnable: true\n"
+        f"      deviceshare.SchedulePolicy: {policy}\n"
+        "      deviceshare.ScheduleWeight: 5\n"
         f"{extra}"
     )
 
@@ -127,7 +137,7 @@ def _config(
 CONFIGS = (
     _config("enqueue, allocate, backfill, reclaim"),
     _config("enqueue, allocate, reclaim, backfill", over_commit=1.2, unlimited=False),
-    _config("enqueue, allocate, backfill, reclaim", extra="  - name: binpack\n"),
+    _config("enqueue, allocate, backfill, reclaim", extra="  - name: binpack\n", policy="spread"),
     _config("enqueue, allocate, backfill"),
     _config("enqueue, allocate, backfill, reclaim", over_commit=1.0, starving=True),
     _config("enqueue, allocate, preempt, reclaim, backfill"),
@@ -463,6 +473,7 @@ class _Builder:
         self.inference()
         self.training()
         self.faults()
+        add_vgpu(self)  # sim.chaos_vgpu: on most seeds, from its own random stream
         self.events.sort(key=lambda e: (e[0], e[1]))
         doc = {
             "name": f"chaos-{self.seed}",

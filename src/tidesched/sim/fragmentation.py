@@ -32,6 +32,9 @@ from typing import Any
 import numpy as np
 
 from tidesched.model.cards import MIG, MPS, CardCatalog, discover_node_cards, pod_card_request
+from tidesched.model.device_units import unit_caps, units_fit
+from tidesched.model.devices import CORE, FULL, MEM, NOW, DeviceTable
+from tidesched.model.vgpu import VGPU_CARD_RESOURCE, node_card_scalars, pod_card_scalars
 from tidesched.model.node_table import NodeTable
 from tidesched.model.objects import Pod
 from tidesched.model.resource import CPU, MEMORY
@@ -71,6 +74,9 @@ class Request:
     resources: tuple[str, ...]  # card resources it may take its cards from
     cards: float  # milli-units of those resources
     models: tuple[str, ...]  # acceptable card models (empty: no card)
+    # A vGPU pod's per-device shape (devices, milli-GPU compute, memory percent or None, MiB):
+    # the device view judges it per device (see fragmented_gpus).
+    vgpu: tuple[int, int, int | None, int] | None = None
 
 
 class _NodeGpus:
@@ -83,14 +89,22 @@ class _NodeGpus:
         self.per_milli = np.zeros_like(table.allocatable)
         self.models: list[frozenset[str]] = []
         self._model_masks: dict[tuple[str, ...], np.ndarray] = {}
+        self._all: tuple[list[tuple[str, ...]], np.ndarray] | None = None
         for i, node in enumerate(table.nodes):
-            found = discover_node_cards(node.name, node.meta.labels, node.allocatable.scalars)
+            found = discover_node_cards(node.name, node.meta.labels, node_card_scalars(node))
             for slot in found.slots:
                 for res in slot.resources:
                     col = self.dims.get(res)
                     if col is not None:
                         self.per_milli[i, col] = slot_gpus(slot.model, slot.kind) / MILLI
             self.models.append(frozenset(found.models))
+
+    def offers_all(self, model_sets: list[tuple[str, ...]]) -> np.ndarray:
+        """``offers`` of every request (rows) of one mix, kept while the mix is the same list."""
+        if self._all is None or self._all[0] is not model_sets:
+            rows = [self.offers(m) for m in model_sets]
+            self._all = (model_sets, np.stack(rows) if rows else np.zeros((0, self.n), dtype=bool))
+        return self._all[1]
 
     def offers(self, models: tuple[str, ...]) -> np.ndarray:
         """Nodes offering any of ``models``."""
@@ -119,6 +133,7 @@ class GpuWorkload:
         self._arrived = 0
         self._arrays: tuple | None = None
         self._arrays_size = -1
+        self._shapes: tuple[list[Any], np.ndarray] | None = None
         # pod -> (catalog, annotations, scalars, cpu, memory, request): a pod's request read
         # again only when what it is read from changed (a bind or a finish changes neither).
         self._requests: dict[str, tuple[Any, ...]] = {}
@@ -138,15 +153,28 @@ class GpuWorkload:
                 np.array([r.cards for r, _ in items]),
                 [r.resources for r, _ in items],
                 [r.models for r, _ in items],
+                [r.vgpu for r, _ in items],
             )
             self._arrays_size = self._arrived
+            self._shapes = None
         return self._arrays
+
+    def shape_index(self) -> tuple[list[Any], np.ndarray]:
+        """The distinct vGPU shapes of the mix, and per request its shape's index (-1: none),
+        in the order of ``requests()``."""
+        self.requests()
+        if self._shapes is None:
+            assert self._arrays is not None
+            keys: dict[Any, int] = {}
+            idx = np.array([-1 if v is None else keys.setdefault(v, len(keys)) for v in self._arrays[6]], dtype=np.int64)
+            self._shapes = (list(keys), idx)
+        return self._shapes
 
     def catalog(self) -> CardCatalog:
         if self._catalog is None or self._catalog_rev != self._nodes_rev:
             nodes = (self.world.record("Node", k) for k in sorted(self.world.objects["Node"]))
             self._catalog = CardCatalog.build(
-                (n.name, n.meta.labels, n.allocatable.scalars) for n in nodes if n is not None
+                (n.name, n.meta.labels, node_card_scalars(n)) for n in nodes if n is not None
             )
             self._catalog_rev = self._nodes_rev
         return self._catalog
@@ -198,14 +226,21 @@ class GpuWorkload:
         return req
 
     def _request(self, pod: Pod) -> Request:
-        scalars = pod.resreq.scalars
+        scalars = pod_card_scalars(pod)
         card = pod_card_request(pod.meta.annotations, scalars, self.catalog())
+        shape = None
+        if pod.vgpu is not None and VGPU_CARD_RESOURCE in card.resources:
+            # FGD's tasks ask for a share of one GPU or for whole GPUs: the first container's
+            # share, on as many devices as the pod asks for in all.
+            c = pod.vgpu.containers[0]
+            shape = (pod.vgpu.devices, c.core_milli, c.percent, c.memory)
         return Request(
             cpu=float(pod.resreq.milli_cpu),
             memory=float(pod.resreq.memory),
             resources=tuple(card.resources),
             cards=float(card.count) if not card.error else 0.0,
             models=tuple(card.models) if not card.error else (),
+            vgpu=shape,
         )
 
     def _gpus(self, req: Request, node_name: str) -> tuple[float, float]:
@@ -253,27 +288,83 @@ def gpu_figures(accounting: Accounting, workload: GpuWorkload) -> dict[str, floa
 
 def fragmented_gpus(table: NodeTable, workload: GpuWorkload) -> float:
     """FGD's fragmentation of the Ready nodes in ``table`` measured by the workload mix, in GPU
-    equivalents: one comparison of every distinct request against every node."""
+    equivalents: one comparison of every distinct request against every node.
+
+    Cards counted per node (whole cards, MPS and MIG slices) are pools: a request that fits a
+    node strands none of them. vGPU devices are judged one by one (the device view): on a node
+    where a request fits, the free part of each device that cannot take one unit of it (too
+    little compute or memory, no free share, or not idle for a whole-device request) is a
+    fragment; where it does not fit, every device's free part is."""
     nodes: _NodeGpus = table.memo(("sim.fragmentation", "gpus"), lambda: _NodeGpus(table))
     idle = np.maximum(table.allocatable - table.used, 0.0)
-    idle_gpus = (idle * nodes.per_milli).sum(axis=1)
+    col_idle = (idle * nodes.per_milli).sum(axis=1)  # cards counted per node
+    devices = table.devices
+    dev_free: np.ndarray | None = None
+    dev_idle = np.zeros(len(col_idle))
+    if devices is not None and devices.width:
+        free_core, _free_mem = device_free(devices)
+        dev_free = free_core / MILLI  # GPUs free per device
+        dev_idle = dev_free.sum(axis=1)
+    idle_gpus = col_idle + dev_idle
     unallocated = float(idle_gpus.sum())
     mix = workload.requests()
     if mix is None or unallocated <= 0:
         return 0.0
-    weights, cpu, memory, cards, card_cols, model_sets = mix
+    weights, cpu, memory, cards, card_cols, model_sets, shapes = mix
     fits = (idle[:, nodes.dims[CPU]][None, :] >= cpu[:, None]) & (idle[:, nodes.dims[MEMORY]][None, :] >= memory[:, None])
-    has_cards = cards > 0
-    for k in np.flatnonzero(has_cards):
+    fits &= cards[:, None] > 0  # a request for no GPU can use no idle GPU anywhere
+    fits &= nodes.offers_all(model_sets)
+    shape_keys, shape_idx = workload.shape_index()
+    by_device = shape_idx >= 0
+    if dev_free is None:
+        by_device[:] = False
+    # Requests of cards counted per node: they fit where the node has enough of a resource.
+    for k in np.flatnonzero(~by_device & (cards > 0)):
         cols = [nodes.dims[r] for r in card_cols[k] if r in nodes.dims]
         if not cols:
             fits[k] = False
             continue
         avail = idle[:, cols[0]] if len(cols) == 1 else idle[:, cols].sum(axis=1)
-        fits[k] &= (avail >= cards[k]) & nodes.offers(model_sets[k])
-    fits[~has_cards] = False  # a request for no GPU can use no idle GPU anywhere
-    stranded = (~fits) @ idle_gpus  # per request: idle GPUs on the nodes it cannot use
+        fits[k] &= avail >= cards[k]
+    # Where a request fits, what it can use is not stranded: a pool request uses the node's
+    # pooled cards (its vGPU devices stay fragments for it); a vGPU request the devices that can
+    # take a unit of it (its pooled cards and the other devices stay fragments).
+    usable = np.zeros(len(weights))
+    pooled = ~by_device
+    if pooled.any():
+        usable[pooled] = fits[pooled].astype(float) @ col_idle
+    if by_device.any():
+        assert devices is not None and dev_free is not None
+        node_fit, takes = _device_view(devices, dev_free, shape_keys)
+        for sh in range(len(shape_keys)):
+            rows = np.flatnonzero(by_device & (shape_idx == sh))
+            if len(rows):
+                usable[rows] = (fits[rows] & node_fit[sh]).astype(float) @ takes[sh]
+    stranded = unallocated - usable
     return float(weights @ stranded / weights.sum())
+
+
+def device_free(devices: DeviceTable) -> tuple[np.ndarray, np.ndarray]:
+    """Free compute (milli-GPU) and memory (MiB) per device now, 0 where no device."""
+    use = devices.state(NOW)
+    core = np.where(devices.valid, np.maximum(FULL - use[CORE], 0), 0)
+    mem = np.where(devices.valid, np.maximum(devices.memory - use[MEM], 0), 0)
+    return core, mem
+
+
+def _device_view(
+    devices: DeviceTable, dev_free: np.ndarray, shapes: list[tuple[int, int, int | None, int]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per vGPU request shape and node: does it fit the node's devices, and the GPUs free on the
+    devices that can take one unit of it (the rest of the node's free GPUs are its fragments
+    there, FGD). Arrays shapes × nodes, all shapes in one pass over the devices."""
+    number = np.array([max(s[0], 1) for s in shapes], dtype=np.int64)
+    core = np.array([s[1] for s in shapes], dtype=np.int32)[:, None, None]
+    pct = np.array([-1 if s[2] is None else s[2] for s in shapes], dtype=np.int32)[:, None, None]
+    mib = np.array([s[3] for s in shapes], dtype=np.int32)[:, None, None]
+    unit = units_fit(unit_caps(devices), core, pct, mib)
+    node_fit = unit.sum(axis=2) >= number[:, None]
+    return node_fit, np.einsum("snd,nd->sn", unit, dev_free)
 
 
 def _time_weighted(points: list[tuple[float, float]]) -> float | None:

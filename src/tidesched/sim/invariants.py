@@ -23,6 +23,8 @@ below current use are the operator's doing, so only binds and evictions of the s
   PodGroup, is not false), and the named reclaimer is of another queue, one that is Open.
 * ``TIDE-6 gang bind`` (gang configured): a PodGroup that received binds holds at least
   ``minMember`` pods bound or succeeded right after them: no gang is started partly.
+* ``REL-2 device`` (deviceshare with vGPU configured): no GPU device over-committed by the
+  step's binds, and every vGPU pod bound with its devices (see ``sim.device_invariants``).
 * ``REL-2 bind``: every bind names a node that exists and is Ready, and (predicates
   configured) is not cordoned unless the pod tolerates ``node.kubernetes.io/unschedulable``.
 * ``SIM pod-node`` (every step, after the events too): no pod names a node that does not exist.
@@ -48,6 +50,7 @@ from tidesched.model.objects import GROUP_NAME_ANNOTATION, PREEMPTABLE_KEY, pars
 from tidesched.model.quantity import format_rough
 from tidesched.model.resource import Resource
 import tidesched.sim.metrics as metrics
+from tidesched.sim.device_invariants import RULE_DEVICE, check_devices, deviceshare_vgpu
 from tidesched.sim.metrics import Accounting, capacity_card_args, service_type
 from tidesched.sim.world import (
     FINISHED_POD_PHASES,
@@ -122,6 +125,7 @@ class InvariantChecker:
         plugins = set(config.plugin_names()) if hasattr(config, "plugin_names") else set()
         self.check_gang_bind = "gang" in plugins
         self.check_cordon = "predicates" in plugins
+        self.check_devices = deviceshare_vgpu(config)
 
     def record(self, t: float, rule: str, message: str) -> Violation:
         v = Violation(t, rule, message)
@@ -140,6 +144,8 @@ class InvariantChecker:
                 found += self._quota(t, applied)
             if self.check_gang_bind:
                 found += self._gang_binds(t, applied)
+            if self.check_devices:
+                found += [Violation(t, RULE_DEVICE, m) for m in check_devices(self.world, applied)]
         if decisions.pipelined:
             found += self._pipelined(t, decisions)
         if applied.evicted:

@@ -28,6 +28,7 @@ from typing import Any
 
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, Node, Pod
 from tidesched.model.quantity import QuantityError, milli_value, value
+from tidesched.model.vgpu import node_card_scalars, pod_card_scalars
 from tidesched.sim.world import (
     World,
     annotations,
@@ -94,7 +95,7 @@ def node_card_models(node: Node) -> dict[str, str]:
     missing."""
     mod = _cards_module
     if mod is not None:
-        found = mod.discover_node_cards(node.name, node.meta.labels, node.allocatable.scalars)
+        found = mod.discover_node_cards(node.name, node.meta.labels, node_card_scalars(node))
         return {res: slot.model for slot in found.slots for res in slot.resources}
     return _fallback_node_cards(node)
 
@@ -244,8 +245,9 @@ class Accounting:
         if not node.ready:
             return
         cap: dict[str, float] = {}
+        scalars = node_card_scalars(node)
         for res, model in models.items():
-            cap[model] = cap.get(model, 0.0) + node.allocatable.scalars.get(res, 0.0)
+            cap[model] = cap.get(model, 0.0) + scalars.get(res, 0.0)
         self.node_capacity[name] = cap
         for m, v in cap.items():
             self.capacity[m] += v
@@ -274,7 +276,7 @@ class Accounting:
         cards: tuple[tuple[str, float], ...] = ()
         if on_node:
             models = self.node_models.get(node, {})
-            cards = tuple((models[r], v) for r, v in sorted(rec.resreq.scalars.items()) if r in models and v)
+            cards = tuple((models[r], v) for r, v in sorted(pod_card_scalars(rec).items()) if r in models and v)
         if not ours:
             return _Contribution("", False, False, (), cards)
         pending = not node and phase == "Pending" and not deleting

@@ -430,11 +430,13 @@ class Engine:
             self.invariants.record(t, RULE_RESTART, f"a restarted scheduler crashed: {exc!r}")
             return
         ours, theirs = d.to_json(), fresh.to_json()
-        for part in ("bound", "evicted", "pipelined", "podgroups"):
-            if ours[part] != theirs[part]:
+        # bind_annotations: the vGPU devices each bind is given (absent when no bind carries any).
+        for part in ("bound", "evicted", "pipelined", "podgroups", "bind_annotations"):
+            if ours.get(part, {}) != theirs.get(part, {}):
+                mine, other = ours.get(part, {}), theirs.get(part, {})
                 self.invariants.record(
                     t, RULE_RESTART,
-                    f"a scheduler restarted from the objects decides other {part}: running {_diff(ours[part], theirs[part])}",
+                    f"a scheduler restarted from the objects decides other {part}: running {_diff(mine, other)}",
                 )
                 return
 

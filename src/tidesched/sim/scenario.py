@@ -46,6 +46,7 @@ from tidesched.sim.events import (
     only_keys,
 )
 from tidesched.sim.trace import TraceError, load_trace
+from tidesched.sim.trace_vgpu import TRACE_VGPU_CONFIG
 from tidesched.sim.vocabulary import ScenarioError, parse_duration
 
 
@@ -69,7 +70,7 @@ _TOP_KEYS = {
     "trace",
     "checkRestart",
 }
-_TRACE_KEYS = {"dir", "pods", "compression", "fill", "limit", "seed"}
+_TRACE_KEYS = {"dir", "pods", "compression", "fill", "limit", "seed", "gpuSharing"}
 _SCHEDULER_KEYS = {"config", "configFile", "names"}
 
 
@@ -113,8 +114,10 @@ def _trace_entry(raw: Any, where: str, base_dir: Path | None) -> tuple[list[Mani
     for key, value in (("limit", limit), ("seed", seed)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ScenarioError(f"{where}.{key}: expected a non-negative integer, got {value!r}")
+    sharing = raw.get("gpuSharing", "vgpu")
     try:
-        objects, events = load_trace(source, time_compression=float(compression), fill=fill, limit=limit, seed=seed)
+        objects, events = load_trace(source, time_compression=float(compression), fill=fill, limit=limit, seed=seed,
+                                     gpu_sharing=sharing)
     except (TraceError, OSError) as exc:
         raise ScenarioError(f"{where}: {exc}") from None
     text = str(source)
@@ -215,6 +218,11 @@ def scenario_from_mapping(
         trace_objects, trace_events = _trace_entry(doc["trace"], f"{source}: trace", base_dir)
         objects = trace_objects + objects
         events = trace_events + events
+        raw_trace = doc["trace"]
+        if config is None and (not isinstance(raw_trace, Mapping) or raw_trace.get("gpuSharing", "vgpu") == "vgpu"):
+            # A trace on per-device GPUs needs deviceshare (sim.trace_vgpu), as --trace gives it.
+            config = config_from_text(TRACE_VGPU_CONFIG, "<trace: deviceshare>")
+            config_source = "tidesched.sim.trace_vgpu (Volcano's default config + deviceshare vGPU)"
     max_gap = _setting(doc, "maxIdleGap", None, source)
     check_restart = doc.get("checkRestart", False)
     if not isinstance(check_restart, bool):

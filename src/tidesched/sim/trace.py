@@ -15,16 +15,20 @@ Input files
 Nodes
     One Node per row. A GPU node gets the labels the capacity-card plugin discovers cards from
     (CARD-1): ``nvidia.com/gpu.product`` (the card name), ``nvidia.com/gpu.count``,
-    ``nvidia.com/gpu.memory`` (MiB), and allocatable ``nvidia.com/gpu``. The trace's model codes
+    ``nvidia.com/gpu.memory`` (MiB), and its GPUs: vGPU devices (``gpu_sharing="vgpu"``, the
+    default, :mod:`tidesched.sim.trace_vgpu`) or allocatable ``nvidia.com/gpu``. The trace's model codes
     (P100, T4, V100M16, V100M32, A10, G1, G2, G3) become card names through ``DEFAULT_MODEL_MAP``;
     ``model_map`` (a dict or a YAML file) overrides entries, each either a card name or
     ``{name: ..., memory_mib: ...}``. The trace keeps its own label
     ``alibabacloud.com/gpu-card-model`` for reference.
 
-Fractional GPUs (``gpu_milli`` < 1000) → MPS shares
-    None of the trace's GPU models supports MIG, so sharing is modelled as NVIDIA MPS: a *shared*
-    node advertises ``nvidia.com/gpu.shared = gpus × mps_replicas`` with label
-    ``nvidia.com/gpu.replicas = mps_replicas`` instead of whole cards, and its slices are named
+Fractional GPUs (``gpu_milli`` < 1000)
+    By default (``gpu_sharing="vgpu"``) a share of one vGPU device: ``gpu_milli / 10`` % of its
+    compute and memory, under deviceshare (:mod:`tidesched.sim.trace_vgpu`, docs/gpu-sharing.md).
+    With ``gpu_sharing="mps"``, the older approximation: none of the trace's GPU models supports
+    MIG, so sharing is modelled as NVIDIA MPS: a *shared* node advertises ``nvidia.com/gpu.shared
+    = gpus × mps_replicas`` with label ``nvidia.com/gpu.replicas = mps_replicas`` instead of
+    whole cards, and its slices are named
     ``<card>/mps-<memGi>g*1/<replicas>`` (CARD-1). A pod asking for ``gpu_milli`` of one GPU
     requests ``ceil(gpu_milli × mps_replicas / 1000)`` slices (never less than it asked; with the
     default 10 replicas one slice is 100 milli-GPU). A whole node is shared or not, as with the
@@ -57,7 +61,8 @@ Time
 Queues
     ``queue-inference`` (priority 80000, not reclaimable) and ``queue-training`` (priority 20000,
     reclaimable), as in seed 000. Their card quota (``volcano.sh/card.quota``) and ``capability``
-    (cpu, memory, ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``) are ``quota_fraction`` × the
+    (cpu, memory, ``nvidia.com/gpu``, ``nvidia.com/gpu.shared``, the ``volcano.sh/vgpu-*``
+    resources) are ``quota_fraction`` × the
     cluster's totals (default 1: the quota never binds and only the cluster's size limits the
     trace).
 
@@ -78,6 +83,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from tidesched.sim import trace_vgpu
 
 if TYPE_CHECKING:  # the scenario module is imported lazily: parsing the trace does not need it
     from tidesched.sim.events import Scenario, TimedEvent
@@ -397,7 +404,8 @@ def _choose_shared_nodes(nodes: list[TraceNode], fraction: float, seed: int) -> 
     return chosen
 
 
-def _node_manifest(n: TraceNode, card: CardModel | None, shared: bool, replicas: int) -> dict[str, Any]:
+def _node_manifest(n: TraceNode, card: CardModel | None, shared: bool, replicas: int,
+                   vgpu_split: int = 0) -> dict[str, Any]:
     labels = {"kubernetes.io/hostname": n.name, "kubernetes.io/os": "linux"}
     alloc = {"cpu": f"{n.cpu_milli}m", "memory": f"{n.memory_mib}Mi", "pods": str(NODE_MAX_PODS)}
     if card is not None and n.gpus > 0:
@@ -405,6 +413,11 @@ def _node_manifest(n: TraceNode, card: CardModel | None, shared: bool, replicas:
             TRACE_MODEL_LABEL: n.model, PRODUCT_LABEL: card.name, COUNT_LABEL: str(n.gpus),
             MEMORY_LABEL: str(card.memory_mib),
         })
+        if vgpu_split:  # per-device GPUs (sim.trace_vgpu)
+            out = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": n.name, "labels": labels},
+                   "status": {"allocatable": dict(alloc), "capacity": dict(alloc)}}
+            return trace_vgpu.merge_node(out, trace_vgpu.node_resources(n, card, vgpu_split),
+                                         trace_vgpu.node_annotations(n, card, vgpu_split))
         if shared:
             labels[REPLICAS_LABEL] = str(replicas)
             alloc[SHARED_RESOURCE] = str(n.gpus * replicas)
@@ -421,7 +434,7 @@ def _queue_manifest(name: str, priority: int, reclaimable: bool, cards: Mapping[
     # a dimension missing from a set capability as zero.
     capability = {"cpu": f"{int(totals['cpu_milli'] * fraction)}m",
                   "memory": f"{int(totals['memory_mib'] * fraction)}Mi"}
-    for res in (GPU_RESOURCE, SHARED_RESOURCE):
+    for res in (GPU_RESOURCE, SHARED_RESOURCE, *trace_vgpu.VGPU_CAPABILITY):
         if totals.get(res):
             capability[res] = str(int(math.floor(totals[res] * fraction)))
     return {
@@ -436,11 +449,11 @@ def _queue_manifest(name: str, priority: int, reclaimable: bool, cards: Mapping[
 class _PodShape:
     resources: dict[str, str]
     card_name: str | None  # "A|B" or None for CPU-only pods
-    cards: int  # count of card_name's resource
+    cards: int  # count of card_name's resource (vGPU: card equivalents rounded up)
 
 
 def _pod_shape(p: TracePod, table: Mapping[str, CardModel], cluster_models: list[str], replicas: int,
-               where: str) -> _PodShape:
+               where: str, vgpu: bool = False) -> _PodShape:
     res = {"cpu": f"{p.cpu_milli}m", "memory": f"{p.memory_mib}Mi"}
     if p.num_gpu <= 0:
         return _PodShape(res, None, 0)
@@ -449,6 +462,10 @@ def _pod_shape(p: TracePod, table: Mapping[str, CardModel], cluster_models: list
     if unknown:
         raise TraceError(f"{where}: gpu_spec names model code(s) {', '.join(unknown)} "
                          "missing from the model map")
+    if vgpu:  # per-device GPUs (sim.trace_vgpu)
+        res.update(trace_vgpu.pod_resources(p))
+        names = [table[c].name for c in codes]
+        return _PodShape(res, "|".join(dict.fromkeys(names)), math.ceil(trace_vgpu.card_equivalents(p)))
     if p.fractional:
         count = max(1, math.ceil(p.gpu_milli * replicas / 1000))
         res[SHARED_RESOURCE] = str(count)
@@ -539,8 +556,15 @@ def build(
     quota_fraction: float = 1.0,
     qos_map: Mapping[str, str] | None = None,
     source: str = "trace",
+    gpu_sharing: str = trace_vgpu.VGPU,
+    vgpu_split: int = trace_vgpu.DEFAULT_SPLIT,
 ) -> tuple[list[dict[str, Any]], list[TraceEvent], TraceSummary]:
     """Turn parsed trace rows into the starting objects and the loader's timed events."""
+    if gpu_sharing not in trace_vgpu.SHARING_MODES:
+        raise TraceError(f"gpu_sharing must be one of {', '.join(trace_vgpu.SHARING_MODES)}, got {gpu_sharing!r}")
+    vgpu = gpu_sharing == trace_vgpu.VGPU
+    if vgpu and vgpu_split < 1:
+        raise TraceError(f"vgpu_split must be at least 1, got {vgpu_split!r}")
     if not time_compression or time_compression <= 0 or not math.isfinite(time_compression):
         raise TraceError(f"time_compression must be a positive number, got {time_compression!r}")
     if mps_replicas < 1:
@@ -564,7 +588,7 @@ def build(
     fraction = _shared_fraction_from_pods(pods) if shared_fraction is None else float(shared_fraction)
     if not 0.0 <= fraction <= 1.0:
         raise TraceError(f"shared_fraction must lie in [0, 1], got {fraction!r}")
-    shared_nodes = _choose_shared_nodes(nodes, fraction, seed)
+    shared_nodes = set() if vgpu else _choose_shared_nodes(nodes, fraction, seed)
 
     objects: list[dict[str, Any]] = []
     cards: dict[str, int] = {}
@@ -576,7 +600,7 @@ def build(
         seen_nodes.add(n.name)
         card = table.get(n.model) if n.gpus > 0 and n.model else None
         shared = n.name in shared_nodes
-        objects.append(_node_manifest(n, card, shared, mps_replicas))
+        objects.append(_node_manifest(n, card, shared, mps_replicas, vgpu_split if vgpu else 0))
         cpu_total += n.cpu_milli
         mem_total += n.memory_mib
         summary.nodes += 1
@@ -591,9 +615,13 @@ def build(
                 whole_total += n.gpus
             summary.shared_nodes += shared
     summary.cards = dict(sorted(cards.items()))
-    summary.shared_fraction = fraction
+    summary.shared_fraction = 0.0 if vgpu else fraction
     totals = {"cpu_milli": cpu_total, "memory_mib": mem_total, GPU_RESOURCE: whole_total,
               SHARED_RESOURCE: shared_total}
+    if vgpu:
+        totals[GPU_RESOURCE] = 0
+        totals.update(trace_vgpu.capability_totals(
+            [(n, table[n.model]) for n in nodes if n.gpus > 0 and n.model in table], vgpu_split))
     objects.append(_queue_manifest(INFERENCE_QUEUE, 80000, False, summary.cards, totals, quota_fraction))
     objects.append(_queue_manifest(TRAINING_QUEUE, 20000, True, summary.cards, totals, quota_fraction))
 
@@ -606,7 +634,7 @@ def build(
             raise TraceError(f"{where}: listed twice")
         seen_pods.add(p.name)
         service = qos.get(p.qos, "training")
-        shape = _pod_shape(p, table, cluster_models, mps_replicas, where)
+        shape = _pod_shape(p, table, cluster_models, mps_replicas, where, vgpu)
         arrive = 0.0 if fill else (p.creation - t0) / time_compression
         run = p.run_time
         run = None if run is None else run / time_compression
@@ -640,6 +668,8 @@ def load_trace(
     shared_fraction: float | None = None,
     quota_fraction: float = 1.0,
     qos_map: Mapping[str, str] | None = None,
+    gpu_sharing: str = trace_vgpu.VGPU,
+    vgpu_split: int = trace_vgpu.DEFAULT_SPLIT,
 ) -> tuple[list[dict[str, Any]], list[TimedEvent]]:
     """Load the trace at ``path``: ``(objects, timed_events)``.
 
@@ -650,7 +680,7 @@ def load_trace(
     objects, events, _summary = _load(
         path, model_map=model_map, time_compression=time_compression, fill=fill, limit=limit, seed=seed,
         node_file=node_file, mps_replicas=mps_replicas, shared_fraction=shared_fraction,
-        quota_fraction=quota_fraction, qos_map=qos_map,
+        quota_fraction=quota_fraction, qos_map=qos_map, gpu_sharing=gpu_sharing, vgpu_split=vgpu_split,
     )
     return objects, to_scenario(events)
 
@@ -709,4 +739,9 @@ def trace_scenario(
     if config_path is not None:
         scenario.config = config_from_file(config_path)
         scenario.config_source = str(config_path)
+    elif load_options.get("gpu_sharing", trace_vgpu.VGPU) == trace_vgpu.VGPU:
+        from tidesched.scheduler import config_from_text
+
+        scenario.config = config_from_text(trace_vgpu.TRACE_VGPU_CONFIG, "<trace: deviceshare>")
+        scenario.config_source = "tidesched.sim.trace_vgpu (Volcano's default config + deviceshare vGPU)"
     return scenario, summary

@@ -407,13 +407,17 @@ class World:
         pod["status"] = st
         return self.put("Pod", pod)
 
-    def bind_pod(self, key: str, node: str, now: float) -> bool:
+    def bind_pod(self, key: str, node: str, now: float, annotations: Mapping[str, str] | None = None) -> bool:
+        """Bind a pending pod; ``annotations`` (the scheduler's, e.g. its vGPU devices) are
+        written with the binding, as the API server copies a Binding's annotations."""
         pod = self.get("Pod", key)
         if pod is None or pod_node(pod) or is_deleting(pod) or pod_phase(pod) != "Pending":
             return False
         if node not in self.objects["Node"]:
             return False
         new = with_section(pod, "spec", nodeName=node)
+        if annotations:
+            new = with_meta_map(new, "annotations", annotations)
         new["status"] = dict(status(pod), phase="Running", startTime=iso(now))
         self.put("Pod", new)
         self.schedule_finish(key, new)
@@ -537,7 +541,7 @@ class World:
             else:
                 out.stale.append(key)
         for key, node in sorted(d.bound.items()):
-            if self.bind_pod(key, node, now):
+            if self.bind_pod(key, node, now, d.bind_annotations.get(key)):
                 out.bound.append((key, node))
             else:
                 out.stale.append(key)

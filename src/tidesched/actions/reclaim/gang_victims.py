@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from tidesched.actions.victims import devices_fit
 from tidesched.model.status import ALLOCATED_STATUSES, TaskStatus
 
 GROUP_NAME_KEY = "scheduling.k8s.io/group-name"
@@ -185,6 +186,11 @@ class GangVictims:
 
     # -- planning ------------------------------------------------------------------------
 
+    def _fits(self, row: int, avail: np.ndarray, released: list["TaskInfo"]) -> bool:
+        """The reclaimer fits ``avail`` on ``row`` and, a vGPU pod, the node's devices once
+        ``released`` are gone (node room alone can hide devices too full, issue 26)."""
+        return self.ssn.table.fits_row(self.reclaimer, avail) and devices_fit(self.ssn, self.reclaimer, row, released)
+
     def plan(self, row: int, victims: list["TaskInfo"]) -> Plan | None:
         """The cheapest plan on ``row`` using ``victims`` (the node's reclaimable tasks, in
         eviction order), or None when even breaking every breakable job there is not enough."""
@@ -204,12 +210,12 @@ class GangVictims:
         avail = base.copy()
         used: list["TaskInfo"] = []
         for t in surplus:
-            if table.fits_row(task, avail):
+            if self._fits(row, avail, used):
                 break
             assert t.req_vec is not None
             avail += t.req_vec
             used.append(t)
-        if table.fits_row(task, avail):
+        if self._fits(row, avail, used):
             return Plan(row, (NO_JOB, 0, len(used), (), table.names[row], (), ()), surplus=used)
 
         jobs = [ssn.jobs[uid] for uid in by_job if self.breakable(ssn.jobs[uid])]
@@ -229,7 +235,8 @@ class GangVictims:
         all_surplus = base + sum((t.req_vec for t in surplus), np.zeros_like(base))
         for limit in sorted({j.priority for j in jobs}):
             pool = [j for j in jobs if j.priority <= limit]
-            if not table.fits_row(task, all_surplus + sum((freed[j.uid] for j in pool), np.zeros_like(base))):
+            released = surplus + [t for j in pool for t in self.occupied(j)]
+            if not self._fits(row, all_surplus + sum((freed[j.uid] for j in pool), np.zeros_like(base)), released):
                 continue
             return self._plan_breaking(row, all_surplus, surplus, pool, freed, rank)
         return None
@@ -252,7 +259,7 @@ class GangVictims:
         chosen: list["JobInfo"] = []
         avail = with_surplus.copy()
         left = list(pool)
-        while not table.fits_row(task, avail):
+        while left and not self._fits(row, avail, surplus + [t for j in chosen for t in self.occupied(j)]):
             deficit = np.maximum(need - avail, 0.0)
             scale = np.where(deficit > 0, deficit, 1.0)
 
@@ -267,9 +274,10 @@ class GangVictims:
         broken_uids = {j.uid for j in chosen}
         kept = [t for t in surplus if t.job not in broken_uids]
         # Drop surplus pods, the last in eviction order first, while the task still fits.
+        broken_pods = [t for j in chosen for t in self.occupied(j)]
         for t in reversed(list(kept)):
             assert t.req_vec is not None
-            if table.fits_row(task, avail - t.req_vec):
+            if self._fits(row, avail - t.req_vec, broken_pods + [k for k in kept if k is not t]):
                 avail = avail - t.req_vec
                 kept.remove(t)
         chosen.sort(key=lambda j: j.key)

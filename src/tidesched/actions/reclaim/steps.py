@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
-from tidesched.actions.victims import candidate_nodes, node_tasks_sorted, validate_victims
+from tidesched.actions.victims import candidate_nodes, devices_fit, node_tasks_sorted, validate_victims
 from tidesched.framework.reasons import RECLAIM, eviction_reason
 from tidesched.framework.victim_order import order_victims
 from tidesched.framework.statement import Statement
@@ -120,7 +120,7 @@ def volcano_walk(
         avail = table.future_idle[row].copy()
         chosen: list["TaskInfo"] = []
         for victim in order_victims(ssn, victims, task):
-            if table.fits_row(task, avail):
+            if table.fits_row(task, avail) and devices_fit(ssn, task, row, chosen):
                 break
             assert victim.req_vec is not None
             avail += victim.req_vec
