@@ -68,7 +68,10 @@ class GpuPolicy(Plugin):
     def on_session_open(self, ssn: "Session") -> None:
         """NodeOrder: ``<name>.weight`` × the policy's score of each candidate node, over the
         session's nodes as ``plugins/gpu_view`` reads them (kept in step with the session's
-        placements)."""
+        placements). On nodes with vGPU devices (``deviceshare``), a shared pod is offered the
+        device the policy chose for it there first, a whole-device pod the lowest-numbered
+        idle devices (the device walk still checks them); of several placement plugins, the
+        heaviest chooses."""
         if not self.weight:
             return
         from tidesched.plugins.gpu_view import SessionGpuView, request_of
@@ -77,15 +80,38 @@ class GpuPolicy(Plugin):
         self.prepare(ssn, view)
         weight = float(self.weight)
         rng = np.random.default_rng(self.session_seed())
+        chosen: dict[str, dict[int, int]] = {}  # task uid → row → device its score chose
 
         def node_order(task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
             nodes = view.sync()
-            scores, _devices = self.score_rows(nodes, request_of(task), np.asarray(idx, dtype=np.int64))
+            req = request_of(task)
+            rows = np.asarray(idx, dtype=np.int64)
+            scores, devices = self.score_rows(nodes, req, rows)
+            if req.shared and view.devices is not None:
+                chosen[task.uid] = dict(zip(rows.tolist(), devices.tolist()))
             if self.draws:
                 scores = scores + self.draw(rng, len(idx))
             return weight * scores
 
         ssn.add_fn("node_order", self.name, node_order)
+        table = view.devices
+        if table is None or getattr(table.prefer, "weight", -1) >= weight:
+            return
+
+        def prefer(i: int, _vgpu: object, task: "TaskInfo | None") -> list[int] | None:
+            if task is None:
+                return None
+            req = request_of(task)
+            if not req.needs_gpu:
+                return None
+            if not req.shared:  # whole devices: the lowest-numbered idle ones, as the paper's
+                return view.sync().exclusive(i, req.gpus) or None
+            device = chosen.get(task.uid, {}).get(i, -1)
+            device = self.pick_device(view.sync(), i, req, device, rng)
+            return [device] if device >= 0 else None
+
+        prefer.weight = weight  # type: ignore[attr-defined]
+        table.prefer = prefer
 
     def prepare(self, ssn: "Session", view: "SessionGpuView") -> None:
         """What a policy reads of the session besides the nodes (FGD: the typical pods)."""
