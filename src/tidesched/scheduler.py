@@ -42,20 +42,26 @@ def load_registries() -> None:
     from tidesched.actions import allocate, backfill, enqueue, preempt
     from tidesched.actions.reclaim import action as reclaim
     from tidesched.plugins import (
+        bestfit,
         binpack,
         capacity,
         capacity_card,
         cardprotect,
         conformance,
         deviceshare,
+        dotprod,
         drf,
+        fgd,
         gang,
+        gpuclustering,
+        gpupacking,
         nodegroup,
         nodeorder,
         overcommit,
         predicates,
         priority,
         proportion,
+        random_node,
         sla,
     )
 
@@ -68,6 +74,9 @@ def load_registries() -> None:
         overcommit.OvercommitPlugin, capacity.CapacityPlugin, capacity_card.CapacityCardPlugin,
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
         deviceshare.DeviceSharePlugin,
+        # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
+        fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
+        gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,
     ):
         assert cls.name and PLUGINS.get(cls.name, cls) is cls, cls.name
         PLUGINS[cls.name] = cls

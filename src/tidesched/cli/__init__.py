@@ -1,9 +1,9 @@
-"""The command line: ``tidesched schedule``, ``explain``, ``run``, ``quota`` and ``simulate``.
+"""The command line: ``tidesched schedule``, ``explain``, ``run``, ``quota``, ``simulate`` and ``experiment``.
 
 Bad input (unreadable YAML, unknown kinds, invalid objects, a bad scheduler config) ends with
 a message naming the file/object/field and exit code 2 — never a traceback. The commands live
 in ``schedule`` (schedule, explain), ``cluster`` (run, quota) and ``simulate``; what they share
-in ``common``. Importing them registers them on ``app`` in this order (the order ``--help``
+in ``common``; ``experiment`` runs the FGD paper's policy experiments. Importing them registers them on ``app`` in this order (the order ``--help``
 lists them).
 """
 
@@ -16,7 +16,7 @@ from tidesched.scheduler import tune_gc
 
 # isort: off
 # Importing the command modules registers their commands, in the order --help lists them.
-from tidesched.cli import schedule, cluster, simulate  # noqa: E402, F401
+from tidesched.cli import schedule, cluster, simulate, experiment  # noqa: E402, F401
 # isort: on
 
 __all__ = ["app", "main"]

@@ -38,7 +38,7 @@ in step with the node rows, and row caches see a device change as the row change
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -175,6 +175,9 @@ class DeviceTable:
         self._shared = False  # usage arrays shared with the table this one was copied from
         self.policy = ""  # the session's SchedulePolicy (deviceshare); "" in the cluster cache
         self.enforced = False  # a session with deviceshare.VGPUEnable: fits need device room
+        # A session's placement plugin may say which devices a task tries first on a row
+        # (plugins/gpu_policy: the device its score chose); the walk still checks each one.
+        self.prefer: Callable[[int, VgpuRequest, "TaskInfo | None"], list[int] | None] | None = None
 
     @classmethod
     def build(cls, nodes: Sequence["Node"]) -> "DeviceTable | None":
@@ -192,6 +195,7 @@ class DeviceTable:
         new._shared = self._shared = True
         new.policy = ""
         new.enforced = False
+        new.prefer = None
         return new
 
     def _own(self) -> None:
@@ -314,13 +318,17 @@ class DeviceTable:
         groups = self._groups(i, task, rows_tasks) if req.spread_group else None
         picks: list[list[int]] = []
         score = 0.0
+        first = self.prefer(i, req, task) if self.prefer is not None else None
         for c in req.containers:
             if c.number > n:
                 return [], 0.0, _reason(TOO_FEW, c, total=n)
             got: list[int] = []
             need = c.number
             core = c.core_milli
-            for j in self._order(use, i, policy):
+            order = self._order(use, i, policy)
+            if first:
+                order = first + [j for j in order if j not in first]
+            for j in order:
                 if need <= 0:
                     break
                 if not self._device_ok(i, j, req):
