@@ -12,7 +12,8 @@ What it hashes:
 * ``scenarios/<file>``: the decisions JSON of every document in ``tests/scenarios/*.yaml``, run
   as the scenario tests run them (``tests/scenario_harness.py``);
 * ``schedule/<dir>``: ``tidesched schedule -o json --now T`` over each bundled manifest
-  directory (``examples/*``, with its ``scheduler.conf`` where it has one), and
+  directory (``examples/*``, with its ``scheduler.conf`` where it has one; directories of
+  scheduler configs alone, such as ``examples/policies``, are skipped), and
   ``explain/<dir>``: ``tidesched explain`` of every pod that schedule leaves unbound there and
   of every PodGroup;
 * ``session-bench``: the decisions of one session over ``benchmarks/session.py``'s input at
@@ -82,11 +83,19 @@ def scenarios() -> dict[str, str]:
     return {f"scenarios/{f}": digest(d) for f, d in sorted(per_file.items())}
 
 
+def _has_objects(path: str) -> bool:
+    import yaml
+
+    return any(isinstance(doc, dict) and "kind" in doc for doc in yaml.safe_load_all(Path(path).read_text()))
+
+
 def schedule_and_explain() -> dict[str, str]:
     out: dict[str, str] = {}
     for d in sorted(p for p in (ROOT / "examples").iterdir() if p.is_dir()):
         manifests = [str(p) for p in sorted(d.iterdir()) if p.suffix in (".yaml", ".yml", ".json")
                      and p.name != "scenario.yaml"]
+        if not any(_has_objects(m) for m in manifests):
+            continue  # scheduler configs only (examples/policies), no manifests to schedule
         conf = ["-c", str(d / "scheduler.conf")] if (d / "scheduler.conf").exists() else []
         text = cli("schedule", "-o", "json", "--now", NOW, *conf, *manifests)
         out[f"schedule/{d.name}"] = digest(json.loads(text))

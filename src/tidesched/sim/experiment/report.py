@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tidesched.model.gpu_nodes import KINDS
+from tidesched.sim.experiment.policies import POLICIES
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}
@@ -84,7 +85,8 @@ def _cell(values: list[float]) -> str:
 
 def render(results: Sequence[Mapping[str, Any]]) -> str:
     groups: dict[str, dict[str, list[Mapping[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for r in sorted(results, key=lambda r: (r["workload"], r["policy"], r["seed"])):
+    rank = {name: k for k, name in enumerate(POLICIES)}  # the paper's order, then configs by name
+    for r in sorted(results, key=lambda r: (r["workload"], rank.get(r["policy"], len(rank)), r["policy"], r["seed"])):
         groups[r["workload"]][r["policy"]].append(r)
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>tidesched experiment</title>",
              f"<style>{_STYLE}</style></head><body><h1>GPU placement policies: allocation as demand arrives</h1>",
