@@ -97,6 +97,7 @@ class SessionPlacer:
             ssn = open_session(snapshot, self.config, scheduler_names=(SCHEDULER,), uid=f"experiment-{k}",
                                now=now, state=state)
             decisions = run_actions(ssn)
+            ssn.release()  # freed now, not by the cyclic collector (see Session.release)
         node = decisions.bound.get(key)
         i = self.row.get(node, -1) if node is not None else -1
         annotations: dict[str, str] = {}
