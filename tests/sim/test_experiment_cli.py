@@ -66,10 +66,11 @@ def test_experiment_refuses_bad_input(tmp_path: Path) -> None:
     res = runner.invoke(app, ["experiment", "--trace", str(trace), "--pods", "nope"])
     assert res.exit_code == 2 and "pod list not found" in res.output
     conf = tmp_path / "plain.yaml"
-    conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: binpack\n')
+    # any config places pods (one session per pod) if it has an allocate action; this has none
+    conf.write_text('actions: "enqueue"\ntiers:\n- plugins:\n  - name: binpack\n')
     res = runner.invoke(app, ["experiment", "--trace", str(trace), "--pods", "openb_pod_list_small", "--config", str(conf),
                               "--out", str(tmp_path / "o")])
-    assert res.exit_code == 2 and "no GPU placement plugin" in res.output
+    assert res.exit_code == 2 and "neither a GPU placement plugin" in res.output
 
 
 def test_experiment_on_a_dask_cluster_gives_the_local_results(tmp_path: Path) -> None:

@@ -54,8 +54,10 @@ def experiment_cmd(
     ] = None,
     config: Annotated[
         Optional[list[Path]],
-        typer.Option("--config", "-c", help="Scheduler config(s) to run instead of (or beside) --policy; "
-                                            "its GPU placement plugins place the pods."),
+        typer.Option("--config", "-c", help="Scheduler config(s) to run instead of (or beside) --policy: any "
+                                            "config. With GPU placement plugins their scores place the pods "
+                                            "(fast loop); otherwise one scheduling session per pod with the "
+                                            "whole config."),
     ] = None,
     inflate: Annotated[float, typer.Option("--inflate", help="Tune each pod list to this share of GPU capacity.")] = 1.3,
     seeds: Annotated[str, typer.Option("--seeds", help="Seeds: 42, 42-51 or 42,45.")] = "42",

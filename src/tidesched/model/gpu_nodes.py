@@ -148,14 +148,22 @@ class GpuNodes:
 
     # -- changes --------------------------------------------------------------------------
 
-    def place(self, i: int, req: GpuRequest, device: int = -1) -> list[int]:
-        """Put ``req`` on node ``i`` (a shared request on ``device``); returns the devices taken."""
+    def place(self, i: int, req: GpuRequest, device: int = -1, devices: Sequence[int] | None = None) -> list[int]:
+        """Put ``req`` on node ``i`` (a shared request on ``device``; a whole-device request on
+        ``devices`` when given — a scheduling session's choice —, else the lowest-numbered idle
+        ones); returns the devices taken. Raises ValueError, changing nothing, when they cannot
+        take it."""
         taken: list[int] = []
         if req.needs_gpu:
             if req.shared:
-                if device < 0 or self.dev_free[i, device] < req.milli:
+                if not 0 <= device < self.dev_count[i] or self.dev_free[i, device] < req.milli:
                     raise ValueError(f"device {device} of {self.names[i]} cannot take {req.milli} milli-GPU")
                 taken = [device]
+            elif devices is not None:
+                taken = sorted(set(int(j) for j in devices))
+                if len(taken) != req.gpus or any(not 0 <= j < self.dev_count[i] or self.dev_free[i, j] != FULL
+                                                 for j in taken):
+                    raise ValueError(f"devices {list(devices)} of {self.names[i]} are not {req.gpus} idle devices")
             else:
                 taken = self.exclusive(i, req.gpus)
                 if len(taken) < req.gpus:
