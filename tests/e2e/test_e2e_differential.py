@@ -32,8 +32,12 @@ import differential  # noqa: E402
 # GPUs, taints and selectors, preempt and reclaim together, and worlds where v1.7.0 and master
 # decide differently, whose mismatches must come out explained (10: preempt's queue check and
 # binpack; 18: proportion's uncapped GPUs at enqueue; 35: reclaim on a node without victims;
-# 100: allocate stopping at an unfit task; 305: the predicate error cache without roles).
-SEEDS = (2, 10, 18, 35, 100, 305)
+# 1137: allocate stopping at an unfit task; 305: the predicate error cache without roles).
+# Seed 100, which showed allocate stopping too, left: on one CI run both of vc-scheduler's runs
+# also evicted a pod of j01 that its other runs here never evicted, and a v1.7.0 difference
+# together with such a run-to-run change of vc-scheduler's is beyond what the explainer replays
+# (docs/fidelity.md). 1137 came out the same in three runs.
+SEEDS = (2, 10, 18, 35, 1137, 305)
 
 
 def _required(what: str, missing: str) -> None:
