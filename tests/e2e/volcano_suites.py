@@ -162,13 +162,16 @@ def lost_cleanup_race(failure: str, stack: str) -> bool:
     with a conflict. Ginkgo keeps a spec's first failure, so a failure located in the clean-up
     means every check of the spec's body had passed; the clean-up is not what the spec tests, and
     the race is lost with vc-scheduler too (docs/fidelity.md)."""
-    return "CleanupTestContext" in stack and is_race(failure) and RACE_SIGNATURES[0] in failure
+    return "CleanupTestContext" in stack and queue_write_lost(failure)
+
+
+def queue_write_lost(failure: str) -> bool:
+    return RACE_SIGNATURES[0] in failure and "the object has been modified" in failure
 
 
 def is_race(failure: str) -> bool:
-    lost = RACE_SIGNATURES[0] in failure and "the object has been modified" in failure
     cascade = RACE_SIGNATURES[1] in failure and "already exists" in failure
-    return lost or cascade
+    return queue_write_lost(failure) or cascade
 
 
 def go_regexp_quote(text: str) -> str:
