@@ -28,6 +28,7 @@ from tidesched.framework.plugin import (
     ValidateResult,
 )
 from tidesched.framework.queues import KeyedQueue, PriorityQueue
+from tidesched.framework.reasons import claims_reason
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 
 if TYPE_CHECKING:
@@ -411,12 +412,24 @@ class SessionHooks:
     def predicate_mask(self, task: TaskInfo) -> np.ndarray:
         """Which nodes pass every plugin predicate, without the reasons: from the row cache
         when every predicate is row-local for the task (do not modify the array)."""
+        if task.pod.claims:
+            return self._claims_unallocatable(task).passed
         mask = self._row_vector("predicate", task)
         return self.predicate(task).passed if mask is None else mask
+
+    def _claims_unallocatable(self, task: TaskInfo) -> PredicateResult:
+        """A pod with DRA ResourceClaims fits no node, whatever the config: tidesched does not
+        allocate claims yet, and binding the pod without them would leave it unable to start
+        (and its devices free for another pod). Nothing evicted could change that."""
+        n = len(self.table)
+        reason = claims_reason(task.pod.claims)
+        return PredicateResult(np.zeros(n, dtype=bool), [NodeFailure(reason, np.ones(n, dtype=bool), True)])
 
     def predicate(self, task: TaskInfo) -> PredicateResult:
         """All plugin predicates for every node; the first failing plugin names the reason
         of a node (Volcano: first predicate error wins)."""
+        if task.pod.claims:
+            return self._claims_unallocatable(task)
         n = len(self.table)
         passed = np.ones(n, dtype=bool)
         failures: list[NodeFailure] = []

@@ -3,6 +3,7 @@
 * Why a pod was evicted: the actions that evict (their config names) and the reason text the
   session records for each eviction (``Decisions.eviction_reasons``), which the simulator's
   counters and invariant checks read back with :func:`evicted_by`.
+* Why a pod with ResourceClaims fits no node (:func:`claims_reason`).
 * Why a node fails a vGPU pod (the deviceshare predicate): ``model.devices`` finds the cause as a
   :class:`~tidesched.model.devices.Reason`; :func:`device_reason` words it for the pod's
   ``FailedScheduling`` event and ``explain`` (docs/gpu-sharing.md lists them).
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 from tidesched.model import devices
+from tidesched.model.claims import PodClaim
 from tidesched.model.vgpu import format_percent
 
 # The actions that evict, by their config names.
@@ -68,3 +70,11 @@ def _too_little(asked: str, best: str, reason: devices.Reason) -> str:
         return f"no device with {asked} free; best has {best}"
     return f"only {reason.have} devices with {asked} free, {reason.need} needed; best has {best}"
 
+
+
+def claims_reason(claims: tuple[PodClaim, ...]) -> str:
+    """Why a pod with DRA ResourceClaims fits no node: tidesched does not allocate claims yet,
+    and a pod bound with unallocated claims never starts (the kubelet cannot prepare them)."""
+    named = ", ".join(c.describe() for c in claims)
+    return (f"pod uses ResourceClaims ({named}) that tidesched does not allocate yet; "
+            "it stays pending rather than bind without its devices")

@@ -19,6 +19,7 @@ from tidesched.rules.scoring import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_RE
 from tidesched.rules.selectors import CompiledLabelSelector, SelectorError, compile_label_selector
 from tidesched.rules.taints import parse_toleration
 from tidesched.rules.topology_spread import SpreadConstraint, parse_spread_constraints
+from tidesched.model.claims import PodClaim, pod_claims
 from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
     INT32,
     INT64,
@@ -161,6 +162,8 @@ class Pod:
     # allocation annotation names.
     vgpu: VgpuRequest | None = None
     vgpu_assignment: PodAssignment | None = None
+    # spec.resourceClaims (DRA): the claims the pod may start with only once they are allocated
+    claims: tuple[PodClaim, ...] = ()
 
     @property
     def key(self) -> str:
@@ -316,6 +319,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         nonzero_request=(nz_cpu, nz_memory),
         vgpu=vgpu,
         vgpu_assignment=pod_assignment(meta.annotations) if vgpu is not None else None,
+        claims=pod_claims(spec, status),
     )
 
 
@@ -367,6 +371,8 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         phase = parse_str(status.get("phase"), "status.phase", "Pending")
         node_name = parse_str(spec.get("nodeName"), "spec.nodeName") if spec is not None else ""
         start_time = parse_time(status.get("startTime"), "status.startTime")
+        # A template's claim is named in the status once the resourceclaim controller made it.
+        claims = pod_claims(spec, status) if prev.claims and spec is not None else prev.claims
     except ObjectError:
         return None
     return replace(
@@ -378,6 +384,7 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         start_time=start_time,
         group_name=meta.annotations.get(GROUP_NAME_ANNOTATION, ""),
         raw_spec=spec if spec is not None else {},
+        claims=claims,
     )
 
 

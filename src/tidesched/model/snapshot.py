@@ -72,6 +72,11 @@ IGNORED_KINDS = frozenset(
         "Event",
         "ResourceQuota",
         "LimitRange",
+        # DRA: read once claims are allocated; until then a pod with claims stays pending
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "DeviceClass",
+        "ResourceSlice",
     }
 )
 
