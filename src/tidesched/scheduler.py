@@ -55,6 +55,7 @@ def load_registries() -> None:
         gang,
         gpuclustering,
         gpupacking,
+        network_topology_aware,
         nodegroup,
         nodeorder,
         overcommit,
@@ -73,7 +74,7 @@ def load_registries() -> None:
         nodeorder.NodeOrderPlugin, binpack.BinpackPlugin, drf.DrfPlugin, proportion.ProportionPlugin,
         overcommit.OvercommitPlugin, capacity.CapacityPlugin, capacity_card.CapacityCardPlugin,
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
-        deviceshare.DeviceSharePlugin,
+        deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,
@@ -126,8 +127,10 @@ def validate_arguments(config: SchedulerConfig) -> SchedulerConfig:
             args = opt.args
             try:
                 PLUGINS[opt.name].validate_arguments(args)
+                notes = PLUGINS[opt.name].unhonoured(args)
             except Exception as exc:  # noqa: BLE001 - REL-1: a message with file and field, no traceback
                 raise args.locate(exc) from None
+            config.warnings.extend(f"plugin {opt.name}: not honoured yet: {note}" for note in notes)
     for name in config.actions:
         check = ARGUMENT_CHECKS.get(name)
         if check is not None:

@@ -39,6 +39,29 @@ tiers:
   - name: nodeorder
   - name: binpack
 """
+# Volcano v1.15.1's own e2e config (its chart's volcano-scheduler-ci.conf): the config a new user
+# who follows Volcano's CI tries first.
+VOLCANO_115_CI_CONF = """
+actions: "enqueue, allocate, backfill, reclaim, preempt"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+  - name: sla
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+    arguments:
+      predicate.DynamicResourceAllocationEnable: true
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+  - name: network-topology-aware
+"""
 GROUP_NAME = "scheduling.k8s.io/group-name"
 # A pod annotation the kubelet stand-in reads: end the pod Succeeded this many seconds after
 # starting it (no annotation: it runs until deleted).

@@ -322,6 +322,43 @@ def test_volcano_ci_config_with_sla_is_read() -> None:
     assert [p.name for p in cfg.tiers[0]] == ["priority", "gang", "conformance", "sla"]
 
 
+def test_volcano_1_15_ci_config_starts_and_says_what_is_not_honoured_yet() -> None:
+    # Volcano v1.15.1's e2e config: network-topology-aware and the DRA switch of predicates.
+    from tidesched.scheduler import config_from_text
+
+    cfg = config_from_text(
+        textwrap.dedent(
+            """\
+            actions: "enqueue, allocate, backfill, reclaim, preempt"
+            tiers:
+            - plugins:
+              - name: priority
+              - name: gang
+                enablePreemptable: false
+              - name: conformance
+              - name: sla
+            - plugins:
+              - name: overcommit
+              - name: drf
+                enablePreemptable: false
+              - name: predicates
+                arguments:
+                  predicate.DynamicResourceAllocationEnable: true
+              - name: proportion
+              - name: nodeorder
+              - name: binpack
+              - name: network-topology-aware
+            """
+        ),
+        "ci.conf",
+    )
+    assert [p.name for p in cfg.tiers[1]][-1] == "network-topology-aware"
+    notes = [w for w in cfg.warnings if "not honoured yet" in w]
+    assert len(notes) == 2, cfg.warnings
+    assert "predicate.DynamicResourceAllocationEnable" in notes[0] and "docs/dra.md" in notes[0]
+    assert "network-topology-aware" in notes[1] and "networkTopology" in notes[1]
+
+
 @pytest.mark.parametrize("value", ['"3 seconds"', '"0s"', '"-1m"', "3"])
 def test_sla_waiting_time_argument_must_be_a_positive_go_duration(value: str) -> None:
     from tidesched.scheduler import config_from_text

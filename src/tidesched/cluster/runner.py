@@ -101,6 +101,8 @@ class Runner:
         self.options = options
         # A bad config at start is an error for the caller (exit 2 with the message).
         self.config: SchedulerConfig = config_from_file(options.scheduler_conf)
+        for w in self.config.warnings:
+            log.warning("scheduler config: %s", w)
         self._conf_sig = _file_signature(options.scheduler_conf)
         self.metrics = Metrics()
         if connection is None:
@@ -321,6 +323,8 @@ class Runner:
         self.config = new
         self.metrics.config_reloads.labels("applied").inc()
         log.info("scheduler config %s reloaded: actions %s", path, ", ".join(new.actions))
+        for w in new.warnings:
+            log.warning("scheduler config: %s", w)
         return True
 
     def session_due(self) -> bool:

@@ -34,6 +34,13 @@ class Plugin:
         Plugins read their arguments in ``__init__``, so building one validates them."""
         cls(arguments)
 
+    @classmethod
+    def unhonoured(cls, arguments: "Arguments") -> list[str]:
+        """What of Volcano's behaviour these arguments ask for that this plugin does not do yet,
+        in words for the operator: said when the config is loaded (``tidesched run`` logs it at
+        start and on reload; ``schedule``, ``explain`` and ``simulate`` print it)."""
+        return []
+
     def before_session_open(self, ssn: "Session") -> None:
         """Runs for every plugin before any plugin's ``on_session_open``: for decisions other
         plugins must see when they open (the gang timeout takes a timed-out PodGroup out of
