@@ -88,7 +88,7 @@ from cluster import (  # noqa: E402
     install_deploy,
 )
 from controlplane import Api, ApiError, ControlPlane, find_assets  # noqa: E402
-from volcano import find_volcano, install_volcano_crds, start_vc_scheduler  # noqa: E402
+from volcano import V170, find_volcano, install_volcano_crds, start_vc_scheduler  # noqa: E402
 
 NS = "diff"
 VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
@@ -1315,7 +1315,7 @@ def main(argv: list[str] | None = None) -> int:
                          "printing each session's binds, pipelines and evictions")
     args = ap.parse_args(argv)
     assets, missing = find_assets()
-    volcano, vc_missing = find_volcano(binaries=("vc-scheduler",))
+    volcano, vc_missing = find_volcano(binaries=("vc-scheduler",), version=V170)
     if (assets is None or volcano is None) and not args.local:
         print(f"cannot run: {missing or vc_missing}", file=sys.stderr)
         return 2

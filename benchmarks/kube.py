@@ -77,7 +77,7 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
 from cluster import SA_NAME, SA_NAMESPACE, TIDESCHED, create_node, ensure_namespace, install_deploy  # noqa: E402
 from controlplane import Api, ControlPlane, find_assets  # noqa: E402
-from volcano import find_volcano, install_volcano_crds, scheduler_identity, start_vc_scheduler  # noqa: E402
+from volcano import V170, find_volcano, install_volcano_crds, scheduler_identity, start_vc_scheduler  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PEERS = ("kube-scheduler", "floor", "tidesched", "vc-scheduler")
@@ -514,7 +514,7 @@ def main() -> int:
     if assets is None:
         print(f"cannot run: {missing}", file=sys.stderr)
         return 2
-    volcano, vc_missing = find_volcano(binaries=("vc-scheduler",))
+    volcano, vc_missing = find_volcano(binaries=("vc-scheduler",), version=V170)
     conf = args.scheduler_conf
     if conf is None and volcano is not None and (volcano / "volcano-scheduler.conf").is_file():
         conf = volcano / "volcano-scheduler.conf"

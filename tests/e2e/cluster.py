@@ -1,6 +1,7 @@
-"""What a bare control plane lacks, played by the tests: nodes as a kubelet registers them, pods
-and PodGroups as Deployments/ReplicaSets and Volcano Jobs create them, a kubelet stand-in that runs
-bound pods and removes deleted ones, and ``tidesched run`` started as a user starts it."""
+"""What the tests do as users and operators do it: deploy/ applied, nodes as a kubelet registers
+them, queues, PodGroups, pods, Volcano Jobs and ReplicaSets submitted (their pods made by the real
+controllers), what was made read back, and ``tidesched run`` started as a user starts it. The
+kubelet stand-in is ``kubelet.py`` (re-exported here)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 import httpx
 
-from controlplane import REPO, Api, ApiError, ControlPlane, free_port
+from controlplane import REPO, Api, ApiError, free_port
+from kubelet import RUN_SECONDS, Kubelet, NodeHeartbeat, now_rfc3339  # noqa: F401 - re-exported for tests
 
 VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
 DEPLOY = REPO / "deploy"
@@ -63,14 +64,7 @@ tiers:
   - name: network-topology-aware
 """
 GROUP_NAME = "scheduling.k8s.io/group-name"
-# A pod annotation the kubelet stand-in reads: end the pod Succeeded this many seconds after
-# starting it (no annotation: it runs until deleted).
-RUN_SECONDS = "e2e.tidesched.io/run-seconds"
 CARD_LABEL = "nvidia.com/gpu.product"
-
-
-def now_rfc3339() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def wait_until(pred: Callable[[], Any], timeout: float = 30.0, what: str = "condition", interval: float = 0.1) -> Any:
@@ -230,8 +224,13 @@ def create_pod(api: Api, ns: str, name: str, **kw: Any) -> dict[str, Any]:
     return api.post(f"/api/v1/namespaces/{ns}/pods", pod_body(ns, name, **kw))
 
 
-def create_queue(api: Api, name: str, *, annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    return api.post(
+def create_queue(
+    api: Api, name: str, *, annotations: dict[str, str] | None = None, wait_open: bool = True, **spec: Any
+) -> dict[str, Any]:
+    """A Queue, returned once Volcano's admission would take work for it (with ``wait_open``):
+    its queue controller has made it ``Open`` and a dry-run PodGroup in it is admitted (the
+    webhooks read queues from an informer of their own, a moment behind the API server)."""
+    out = api.post(
         f"{VOLCANO}/queues",
         {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -240,6 +239,25 @@ def create_queue(api: Api, name: str, *, annotations: dict[str, str] | None = No
             "spec": {"weight": 1, "reclaimable": True, **spec},
         },
     )
+    if wait_open:
+        wait_until(lambda: queue_admits(api, name), 30, f"queue {name} to be Open for Volcano's admission")
+    return out
+
+
+def queue_admits(api: Api, queue: str) -> bool:
+    """The queue is Open and Volcano's admission takes a (dry-run) PodGroup for it."""
+    q = api.get(f"{VOLCANO}/queues/{queue}")
+    if (q.get("status") or {}).get("state") != "Open":
+        return False
+    probe = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": f"probe-{queue}"[:63], "namespace": "default"}, "spec": {"minMember": 1, "queue": queue}}
+    try:
+        api.post(f"{VOLCANO}/namespaces/default/podgroups", probe, dryRun="All")
+    except ApiError as exc:
+        if exc.status == 400 and "denied the request" in exc.body:
+            return False
+        raise
+    return True
 
 
 def create_podgroup(
@@ -381,9 +399,9 @@ def volcano_job_status(api: Api, ns: str, name: str) -> dict[str, Any]:
 
 
 def replicaset(api: Api, ns: str, name: str, *, annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    """The ReplicaSet object ``name`` (created once): the owner its pods name, whose
-    ``volcano.sh/*`` annotations Volcano's PodGroup controller copies to their PodGroup. No
-    ReplicaSet controller runs here, so ``spec.replicas`` is 0 and the tests make the pods."""
+    """The ReplicaSet ``name`` (created once, with no replicas): the owner of the pods
+    :func:`replicaset_pods` asks kube-controller-manager's ReplicaSet controller for, whose
+    ``volcano.sh/*`` annotations Volcano's PodGroup controller copies to their PodGroup."""
     path = f"/apis/apps/v1/namespaces/{ns}/replicasets"
     try:
         return api.get(f"{path}/{name}")
@@ -405,29 +423,92 @@ def replicaset(api: Api, ns: str, name: str, *, annotations: dict[str, str] | No
     return api.post(path, body)
 
 
+def owned_pods(api: Api, ns: str, owner_uid: str) -> list[dict[str, Any]]:
+    """The pods of ``ns`` whose controller is ``owner_uid`` and that are not being deleted,
+    oldest first."""
+    out = [p for p in api.items(f"/api/v1/namespaces/{ns}/pods")
+           if not p["metadata"].get("deletionTimestamp")
+           and any(r.get("controller") and r.get("uid") == owner_uid for r in p["metadata"].get("ownerReferences") or [])]
+    return sorted(out, key=lambda p: (p["metadata"]["creationTimestamp"], p["metadata"]["name"]))
+
+
 def replicaset_pods(
     api: Api,
     ns: str,
     rs: str,
     count: int,
     *,
-    start: int = 0,
+    start: int | None = None,
     annotations: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
+    shape: Callable[[dict[str, Any]], None] | None = None,
+    timeout: float = 60.0,
     **pod_kw: Any,
 ) -> list[str]:
-    """Pods a ReplicaSet controller would create, owned by the real ReplicaSet object ``rs``.
-    They name no PodGroup: Volcano's PodGroup controller gives all of the ReplicaSet's pods one
-    (``podgroup-<ReplicaSet uid>``, minMember 1), and until it has, tidesched makes one per pod
-    as that controller would for a bare pod."""
-    rs_obj = replicaset(api, ns, rs)
-    owner = owner_ref("apps/v1", "ReplicaSet", rs, rs_obj["metadata"]["uid"])
-    names = []
-    for i in range(start, start + count):
-        pod = f"{rs}-{i:05d}"
-        create_pod(api, ns, pod, annotations=annotations, labels={"app": rs, **(labels or {})}, owner=owner, **pod_kw)
-        names.append(pod)
-    return names
+    """``count`` more pods of the ReplicaSet ``rs`` (created on first use), made by
+    kube-controller-manager's ReplicaSet controller: the ReplicaSet's template becomes a pod of
+    :func:`pod_body` (``cpu``, ``gpus``, ``annotations``, ...; ``shape`` may change it further) and
+    its ``replicas`` grows by ``count``. Returns the new pods' names (``<rs>-<random>``, oldest
+    first) once they exist. ``start``, when given, is the number of pods the ReplicaSet should
+    already have. They name no PodGroup: Volcano's PodGroup controller gives all of the
+    ReplicaSet's pods one (``podgroup-<ReplicaSet uid>``, minMember 1)."""
+    pod = pod_body(ns, "template", annotations=annotations, labels={"app": rs, **(labels or {})}, **pod_kw)
+    if shape is not None:
+        shape(pod)
+    template = {"metadata": {"labels": pod["metadata"]["labels"], "annotations": pod["metadata"]["annotations"]},
+                "spec": pod["spec"]}
+    path = f"/apis/apps/v1/namespaces/{ns}/replicasets/{rs}"
+    while True:
+        obj = replicaset(api, ns, rs)
+        uid = obj["metadata"]["uid"]
+        before = {p["metadata"]["name"] for p in owned_pods(api, ns, uid)}
+        have = int(obj["spec"].get("replicas") or 0)
+        if start is not None and start != have:
+            raise AssertionError(f"ReplicaSet {ns}/{rs} has {have} replicas, the caller expected {start}")
+        obj["spec"]["replicas"] = have + count
+        obj["spec"]["template"] = template
+        try:
+            api.put(path, obj)
+            break
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+    made = wait_until(
+        lambda: (new := [p for p in owned_pods(api, ns, uid) if p["metadata"]["name"] not in before])
+        and len(new) >= count and new,
+        timeout, f"the ReplicaSet controller to make {count} pod(s) of {ns}/{rs}",
+    )
+    return [p["metadata"]["name"] for p in made[:count]]
+
+
+# Queues no one may delete (Volcano's admission refuses both; vc-scheduler v1.15 makes them).
+KEPT_QUEUES = ("default", "root")
+
+
+def delete_queues(api: Api, webhooks: Any = None, keep: tuple[str, ...] = KEPT_QUEUES) -> None:
+    """Every queue but ``keep``, children first. Volcano's admission refuses to delete a queue that
+    still has children, and to change one it would not admit: what a test left that way (a cycle
+    of parents, a negative capability) is deleted with the webhooks off (``webhooks``: a
+    ``webhooks.WebhookManager``)."""
+    path = "/apis/scheduling.volcano.sh/v1beta1/queues"
+    queues = {q["metadata"]["name"]: q for q in api.items(path)}
+
+    def depth(name: str, seen: frozenset[str] = frozenset()) -> int:
+        parent = ((queues.get(name) or {}).get("spec") or {}).get("parent") or ""
+        if not parent or parent in seen or parent not in queues:
+            return 0
+        return 1 + depth(parent, seen | {name})
+
+    doomed = sorted((n for n in queues if n not in keep), key=depth, reverse=True)
+    try:
+        for name in doomed:
+            api.delete(f"{path}/{name}")
+    except ApiError as exc:
+        if webhooks is None or exc.status != 400:
+            raise
+        with webhooks.suspended():
+            for name in doomed:
+                api.delete(f"{path}/{name}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -485,124 +566,6 @@ def _pg_name(api: Api, ns: str, job: str) -> str | None:
         return str(podgroup(api, ns, job)["metadata"]["name"])
     except ApiError:
         return None
-
-
-# ------------------------------------------------------------------------------------------
-# The kubelet stand-in
-
-
-class Kubelet:
-    """Plays every node's kubelet: a bound pod becomes Running with a startTime; a pod with the
-    ``RUN_SECONDS`` annotation ends ``Succeeded`` (exit code 0) that long after; a pod being
-    deleted (evicted) is removed once ``hold_deletions`` is off. Watches all pods; reconnects
-    when the watch ends (API server restarted, 410 Gone)."""
-
-    def __init__(self, cp: ControlPlane) -> None:
-        self.api = cp.client(cp.admin_token)
-        self.hold_deletions = False
-        self.started: dict[str, str] = {}  # ns/name -> node, every pod it ever started
-        self.deleted: list[str] = []
-        self._finish_at: dict[tuple[str, str, str], float] = {}  # (ns, name, uid) -> when it succeeds
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="kubelet", daemon=True)
-
-    def start(self) -> Kubelet:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        self.api.close()
-
-    def release_deletions(self) -> None:
-        self.hold_deletions = False
-        for p in self.api.items("/api/v1/pods"):
-            self._handle(p)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                listing = self.api.get("/api/v1/pods")
-                for p in listing.get("items") or []:
-                    self._handle(p)
-                rv = listing["metadata"]["resourceVersion"]
-                while not self._stop.is_set():
-                    self._finish_due()
-                    for ev in self.api.watch_lines("/api/v1/pods", rv, timeout=1):
-                        obj = ev.get("object") or {}
-                        if ev.get("type") == "ERROR":
-                            raise ApiError(int(obj.get("code") or 500), str(obj.get("message")), "WATCH", "pods")
-                        rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
-                        if ev.get("type") in ("ADDED", "MODIFIED"):
-                            self._handle(obj)
-                        if self._stop.is_set():
-                            return
-            except (ApiError, httpx.HTTPError, KeyError, ValueError):
-                self._stop.wait(0.2)  # the API server is restarting, or our version expired: relist
-
-    def _handle(self, p: dict[str, Any]) -> None:
-        md, spec, st = p["metadata"], p.get("spec") or {}, p.get("status") or {}
-        key = f"{md['namespace']}/{md['name']}"
-        try:
-            if md.get("deletionTimestamp"):
-                if not self.hold_deletions:
-                    self.api.delete(
-                        f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}",
-                        gracePeriodSeconds=0,
-                    )
-                    self.deleted.append(key)
-            elif spec.get("nodeName") and st.get("phase", "Pending") == "Pending":
-                self.api.patch(
-                    f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}/status",
-                    {
-                        "status": {
-                            "phase": "Running",
-                            "startTime": now_rfc3339(),
-                            "conditions": [
-                                {"type": "Ready", "status": "True", "lastTransitionTime": now_rfc3339()},
-                            ],
-                        }
-                    },
-                )
-                self.started[key] = spec["nodeName"]
-                seconds = (md.get("annotations") or {}).get(RUN_SECONDS)
-                if seconds is not None:
-                    self._finish_at[(md["namespace"], md["name"], md["uid"])] = time.monotonic() + float(seconds)
-        except ApiError as exc:
-            if exc.status not in (404, 409):
-                raise
-
-    def _finish_due(self) -> None:
-        now = time.monotonic()
-        for ident, at in list(self._finish_at.items()):
-            if at > now:
-                continue
-            del self._finish_at[ident]
-            ns, name, uid = ident
-            try:
-                pod = self.api.get(f"/api/v1/namespaces/{ns}/pods/{name}")
-                if pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
-                    continue
-                containers = [c["name"] for c in pod["spec"]["containers"]]
-                self.api.patch(
-                    f"/api/v1/namespaces/{ns}/pods/{name}/status",
-                    {
-                        "status": {
-                            "phase": "Succeeded",
-                            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now_rfc3339()}],
-                            "containerStatuses": [
-                                {"name": c, "ready": False, "restartCount": 0, "image": "busybox", "imageID": "",
-                                 "state": {"terminated": {"exitCode": 0, "reason": "Completed",
-                                                          "finishedAt": now_rfc3339()}}}
-                                for c in containers
-                            ],
-                        }
-                    },
-                )
-            except ApiError as exc:
-                if exc.status not in (404, 409):
-                    raise
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,13 +1,17 @@
-"""Fixtures for the end-to-end tests: one real control plane per test run with Volcano installed as
-its users install it (Volcano's CRDs and its own ``vc-controller-manager``: the Job, PodGroup and
-Queue controllers), ``deploy/`` applied to it as an operator would, and per test a clean cluster, a
+"""Fixtures for the end-to-end tests: one real control plane per test run with the real
+kube-controller-manager and Volcano installed as its users install it (Volcano's CRDs, its own
+``vc-controller-manager`` and, from v1.15, ``vc-webhook-manager`` with the chart's webhook
+configurations), ``deploy/`` applied to it as an operator would, and per test a clean cluster, a
 namespace, a kubelet stand-in and ``tidesched run`` subprocesses authenticated as the deployed
-ServiceAccount. The control plane's binaries come from ``../shared/envtest`` (or
-``KUBEBUILDER_ASSETS``), Volcano's from ``../shared/volcano`` (or ``VOLCANO_ASSETS``); where either is
-missing the tests are skipped saying so, and fail under ``CI``."""
+ServiceAccount. Volcano's version is ``VOLCANO_VERSION`` (v1.15.1 by default; see ``volcano.py``).
+The control plane's binaries come from ``../shared/envtest`` (or ``KUBEBUILDER_ASSETS``),
+Volcano's from ``../shared/volcano-1.15`` or ``../shared/volcano`` (or ``VOLCANO_ASSETS``); where
+any is missing the tests are skipped saying so, and fail under ``CI``. tests/e2e/README.md lists
+what still stands in for a real component, and why."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -21,9 +25,29 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cluster import SA_NAME, SA_NAMESPACE, Kubelet, Scheduler, ensure_namespace, install_deploy, wait_until  # noqa: E402
+from cluster import (  # noqa: E402
+    SA_NAME,
+    SA_NAMESPACE,
+    Kubelet,
+    Scheduler,
+    ensure_namespace,
+    delete_queues,
+    install_deploy,
+    queue_admits,
+    wait_until,
+)
 from controlplane import Api, ApiError, ControlPlane, find_assets  # noqa: E402
-from volcano import VolcanoProcess, find_volcano, install_volcano_crds, start_controller_manager  # noqa: E402
+from kcm import KubeControllerManager, find_kcm, start_kcm  # noqa: E402
+from volcano import (  # noqa: E402
+    V115,
+    VolcanoProcess,
+    default_version,
+    find_volcano,
+    install_volcano_crds,
+    start_controller_manager,
+    version_of,
+)
+from webhooks import WebhookManager, start_webhook_manager  # noqa: E402
 
 _counter = itertools.count(1)
 
@@ -35,8 +59,14 @@ def _required(what: str, missing: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def volcano_dir() -> Path:
-    found, missing = find_volcano()
+def volcano_version() -> str:
+    """``1.15.1`` (the default) or ``1.7.0``, from ``VOLCANO_VERSION``."""
+    return default_version()
+
+
+@pytest.fixture(scope="session")
+def volcano_dir(volcano_version: str) -> Path:
+    found, missing = find_volcano(version=volcano_version)
     if found is None:
         _required("Volcano's components", missing)
     assert found is not None
@@ -59,6 +89,25 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         shutil.rmtree(cp.workdir / "etcd", ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def kube_controller_manager(control_plane: ControlPlane) -> Iterator[KubeControllerManager]:
+    """The real kube-controller-manager for the whole run (namespace, garbage-collector,
+    ReplicaSet, Deployment, Job, node-lifecycle... controllers)."""
+    binary, missing = find_kcm()
+    if binary is None:
+        _required("kube-controller-manager", missing)
+    proc = start_kcm(control_plane, control_plane.workdir, args=KCM_ARGS)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+# The harness's client rate for kube-controller-manager: kind's default (20/s) makes a ReplicaSet
+# of a few hundred pods take tens of seconds, which is the controller's pace, not the scheduler's.
+KCM_ARGS = ("--kube-api-qps=200", "--kube-api-burst=400")
+
+
 @dataclass
 class Installed:
     """``deploy/`` as applied to the cluster, and the scheduler's credentials."""
@@ -69,16 +118,31 @@ class Installed:
 
 
 @pytest.fixture(scope="session")
-def installed(control_plane: ControlPlane, volcano_dir: Path) -> Installed:
+def installed(control_plane: ControlPlane, kube_controller_manager: KubeControllerManager, volcano_dir: Path) -> Installed:
     api = control_plane.admin
     install_deploy(api)
-    # Volcano's Job and Command CRDs for its controllers. deploy/'s PodGroup and Queue CRDs stay:
-    # they are newer than v1.7.0's (queue parent, priority, deserved), as with a newer Volcano.
-    install_volcano_crds(api, volcano_dir, replace=False)
+    # Volcano's CRDs as its chart installs them. With v1.7.0, deploy/'s PodGroup and Queue CRDs
+    # stay: they are newer than v1.7.0's (queue parent, priority, deserved), as with a newer Volcano.
+    install_volcano_crds(api, volcano_dir, replace=version_of(volcano_dir) == V115)
     token = control_plane.service_account_token(SA_NAMESPACE, SA_NAME)
     kubeconfig = control_plane.kubeconfig(control_plane.workdir / "tidesched.kubeconfig", token)
     cm = api.get(f"/api/v1/namespaces/{SA_NAMESPACE}/configmaps/tidesched-scheduler-configmap")
     return Installed(kubeconfig, token, cm["data"]["volcano-scheduler.conf"])
+
+
+@pytest.fixture(scope="session")
+def volcano_webhooks(control_plane: ControlPlane, installed: Installed, volcano_dir: Path) -> Iterator[WebhookManager | None]:
+    """Volcano's admission webhooks for the whole run, every one Volcano's CI enables. None with
+    v1.7.0, which has no webhook manager here: its tests write what its webhooks would default."""
+    if version_of(volcano_dir) != V115:
+        yield None
+        return
+    proc = start_webhook_manager(control_plane, volcano_dir, control_plane.workdir)
+    try:
+        yield proc
+    finally:
+        proc.unregister()
+        proc.stop()
 
 
 @pytest.fixture(scope="session")
@@ -91,17 +155,29 @@ def volcano_controllers(control_plane: ControlPlane, installed: Installed, volca
         proc.stop()
 
 
-def clean_cluster(api: Api) -> None:
-    """Remove what earlier tests left: Volcano Jobs and ReplicaSets first (their controllers would
-    make their pods again), pods (at once), PodGroups, PDBs, nodes, queues but default.
-    Namespaces stay (no namespace controller runs to finish deleting them); tests use new ones."""
-    for job in api.items("/apis/batch.volcano.sh/v1alpha1/jobs"):
-        md = job["metadata"]
-        api.delete(f"/apis/batch.volcano.sh/v1alpha1/namespaces/{md['namespace']}/jobs/{md['name']}")
-    for rs in api.items("/apis/apps/v1/replicasets"):
-        md = rs["metadata"]
-        api.delete(f"/apis/apps/v1/namespaces/{md['namespace']}/replicasets/{md['name']}")
-    wait_until(lambda: not api.items("/apis/batch.volcano.sh/v1alpha1/jobs"), 30, "Volcano Jobs to be deleted")
+# Workload controllers whose objects go before their pods (kube-controller-manager and Volcano's
+# controllers would make the pods again).
+WORKLOADS = (
+    "/apis/batch.volcano.sh/v1alpha1/jobs",
+    "/apis/apps/v1/deployments",
+    "/apis/apps/v1/statefulsets",
+    "/apis/apps/v1/daemonsets",
+    "/apis/batch/v1/jobs",
+    "/apis/apps/v1/replicasets",
+)
+def _path(collection: str, md: dict[str, Any]) -> str:
+    prefix, _, plural = collection.rpartition("/")
+    return f"{prefix}/namespaces/{md['namespace']}/{plural}/{md['name']}"
+
+
+def clean_cluster(api: Api, webhooks: WebhookManager | None = None) -> None:
+    """Remove what earlier tests left: workloads first (Volcano Jobs, Deployments, ReplicaSets,
+    ...: their controllers would make their pods again), pods (at once), PodGroups, PDBs, nodes,
+    queues but default and root, the tests' PriorityClasses. Namespaces stay (tests use new ones)."""
+    for coll in WORKLOADS:
+        for obj in api.items(coll):
+            api.delete(_path(coll, obj["metadata"]), propagationPolicy="Background")
+    wait_until(lambda: not any(api.items(c) for c in WORKLOADS), 30, "the workloads to be deleted")
     for p in api.items("/api/v1/pods"):
         md = p["metadata"]
         api.delete(f"/api/v1/namespaces/{md['namespace']}/pods/{md['name']}", gracePeriodSeconds=0)
@@ -112,9 +188,7 @@ def clean_cluster(api: Api) -> None:
         md = pdb["metadata"]
         api.delete(f"/apis/policy/v1/namespaces/{md['namespace']}/poddisruptionbudgets/{md['name']}")
     api.delete("/api/v1/nodes")
-    for q in api.items("/apis/scheduling.volcano.sh/v1beta1/queues"):
-        if q["metadata"]["name"] != "default":
-            api.delete(f"/apis/scheduling.volcano.sh/v1beta1/queues/{q['metadata']['name']}")
+    delete_queues(api, webhooks)
     for pc in api.items("/apis/scheduling.k8s.io/v1/priorityclasses", labelSelector="e2e.tidesched.io/test"):
         api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}")
     wait_until(lambda: not api.items("/api/v1/pods") and not api.items("/api/v1/nodes"), 30, "a clean cluster")
@@ -139,6 +213,7 @@ class E2E:
     tmp: Path
     kubelet: Kubelet
     volcano: VolcanoProcess | None = None  # vc-controller-manager
+    webhooks: WebhookManager | None = None  # vc-webhook-manager (None with Volcano v1.7.0)
     schedulers: list[Scheduler] = field(default_factory=list)
     # Epoch windows in which a refused request is the API server's doing, not a gap in RBAC.
     rbac_not_ready: list[tuple[float, float]] = field(default_factory=list)
@@ -158,6 +233,18 @@ class E2E:
         # tens of seconds after the refused connections: a restart gives the tests a fresh start.
         if self.volcano is not None:
             self.volcano.restart()
+        if self.webhooks is not None:
+            self.webhooks.restart()
+
+    @contextlib.contextmanager
+    def webhooks_off(self) -> Iterator[None]:
+        """Volcano's admission webhooks off while the block runs: for objects they would refuse,
+        which a cluster gets only where they are off (or were installed later)."""
+        if self.webhooks is None:
+            yield
+            return
+        with self.webhooks.suspended():
+            yield
 
     def namespace(self, suffix: str) -> str:
         ns = f"{self.ns}-{suffix}"
@@ -195,15 +282,19 @@ def e2e(
     control_plane: ControlPlane,
     installed: Installed,
     volcano_controllers: VolcanoProcess,
+    volcano_webhooks: WebhookManager | None,
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> Iterator[E2E]:
     api = control_plane.admin
-    clean_cluster(api)
+    clean_cluster(api, volcano_webhooks)
+    # Volcano's queue controller opens the default queue once it runs (before that, its admission
+    # refuses every Job and PodGroup).
+    wait_until(lambda: queue_admits(api, "default"), 60, "the default queue to be Open")
     ns = f"e2e{next(_counter)}"
     ensure_namespace(api, ns)
     kubelet = Kubelet(control_plane).start()
-    env = E2E(control_plane, installed, api, ns, tmp_path, kubelet, volcano_controllers)
+    env = E2E(control_plane, installed, api, ns, tmp_path, kubelet, volcano_controllers, volcano_webhooks)
     try:
         yield env
     finally:
@@ -215,6 +306,8 @@ def e2e(
                 sys.stderr.write(f"\n--- {s.log} ---\n{s.tail(60)}\n")
             sys.stderr.write(f"\n--- {volcano_controllers.log} ---\n{volcano_controllers.tail(30)}\n")
         assert volcano_controllers.alive(), f"vc-controller-manager exited:\n{volcano_controllers.tail()}"
+        assert volcano_webhooks is None or volcano_webhooks.alive(), \
+            f"vc-webhook-manager exited:\n{volcano_webhooks.tail() if volcano_webhooks else ''}"
         # RBAC for real: any request deploy/rbac.yaml does not allow fails the test.
         forbidden = [line for s in env.schedulers for line in s.forbidden_lines(env.rbac_not_ready)]
         assert not forbidden, "tidesched run was refused by RBAC:\n" + "\n".join(forbidden[:10])

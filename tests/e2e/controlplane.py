@@ -13,7 +13,9 @@ client: the scheduler under test runs as a subprocess with its own ServiceAccoun
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
+import fcntl
 import ipaddress
 import json
 import os
@@ -49,26 +51,61 @@ def find_assets(extra: tuple[str, ...] = ()) -> tuple[Path | None, str]:
     return None, f"no {', '.join(wanted)} in {where} (set KUBEBUILDER_ASSETS to envtest's binaries)"
 
 
+def cache_dir() -> Path:
+    """Where unpacked binaries are kept between runs (``$XDG_CACHE_HOME`` or ``~/.cache``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    d = Path(base) / "tidesched-e2e"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+@contextlib.contextmanager
+def cache_lock(name: str) -> Iterator[None]:
+    """An exclusive lock in :func:`cache_dir`: several test runs on one machine unpack the same
+    binaries; one does it, the others wait and find them there."""
+    with open(cache_dir() / f".{name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def unpack_xz(src: Path, dest: Path) -> Path:
+    """``dest``, decompressed from the xz file ``src`` unless already there and newer; executable."""
+    import lzma
+
+    with cache_lock(dest.name):
+        if not (dest.is_file() and os.access(dest, os.X_OK) and dest.stat().st_mtime >= src.stat().st_mtime):
+            part = dest.with_name(f"{dest.name}.part")
+            with lzma.open(src) as zin, open(part, "wb") as out:
+                shutil.copyfileobj(zin, out, 1 << 20)
+            part.chmod(0o755)
+            os.replace(part, dest)
+    return dest
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
+def _pem_key(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+
+
 def _write_certs(d: Path) -> None:
-    """CA, API server serving cert (127.0.0.1/localhost) and the service-account RSA key pair."""
+    """CA (its key kept: kube-controller-manager signs with it, :func:`issue_serving_cert` too),
+    API server serving cert (127.0.0.1/localhost) and the service-account RSA key pair."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec, rsa
     from cryptography.x509.oid import NameOID
 
     now = dt.datetime.now(dt.timezone.utc)
-
-    def pem_key(key: Any) -> bytes:
-        return key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tidesched-e2e-ca")])
     ca = (
@@ -85,11 +122,33 @@ def _write_certs(d: Path) -> None:
         )
         .sign(ca_key, hashes.SHA256())
     )
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    (d / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    (d / "ca.key").write_bytes(_pem_key(ca_key))
+    issue_serving_cert(d, d / "apiserver.crt", d / "apiserver.key", "kube-apiserver")
+    (d / "sa.key").write_bytes(_pem_key(sa_key))
+    (d / "sa.pub").write_bytes(
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+
+
+def issue_serving_cert(ca_dir: Path, cert: Path, key: Path, name: str) -> None:
+    """A serving certificate for 127.0.0.1 and localhost signed by the CA in ``ca_dir``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = dt.datetime.now(dt.timezone.utc)
+    ca = x509.load_pem_x509_certificate((ca_dir / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((ca_dir / "ca.key").read_bytes(), None)
     srv_key = ec.generate_private_key(ec.SECP256R1())
     srv = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_name)
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+        .issuer_name(ca.subject)
         .public_key(srv_key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
@@ -100,18 +159,10 @@ def _write_certs(d: Path) -> None:
             ),
             critical=False,
         )
-        .sign(ca_key, hashes.SHA256())
+        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
     )
-    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    (d / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    (d / "apiserver.crt").write_bytes(srv.public_bytes(serialization.Encoding.PEM))
-    (d / "apiserver.key").write_bytes(pem_key(srv_key))
-    (d / "sa.key").write_bytes(pem_key(sa_key))
-    (d / "sa.pub").write_bytes(
-        sa_key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
+    cert.write_bytes(srv.public_bytes(serialization.Encoding.PEM))
+    key.write_bytes(_pem_key(srv_key))
 
 
 @dataclass
@@ -189,6 +240,16 @@ _KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
     ("policy/v1", "PodDisruptionBudget"): ("/apis/policy/v1", "poddisruptionbudgets", True),
     ("coordination.k8s.io/v1", "Lease"): ("/apis/coordination.k8s.io/v1", "leases", True),
     ("v1", "Event"): ("/api/v1", "events", True),
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): (
+        "/apis/admissionregistration.k8s.io/v1",
+        "mutatingwebhookconfigurations",
+        False,
+    ),
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): (
+        "/apis/admissionregistration.k8s.io/v1",
+        "validatingwebhookconfigurations",
+        False,
+    ),
 }
 
 

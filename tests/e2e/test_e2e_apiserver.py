@@ -27,7 +27,7 @@ def test_apiserver_restart_and_expired_watch(e2e) -> None:
         i = 100
         while not stop.is_set() and i < 130:
             try:
-                created.extend(replicaset_pods(api, ns, "web", 1, start=i, cpu="1", memory="1Gi"))
+                created.extend(replicaset_pods(api, ns, "web", 1, cpu="1", memory="1Gi"))
                 i += 1
             except (ApiError, httpx.HTTPError):
                 pass  # the API server is down: try again

@@ -65,12 +65,14 @@ def test_bad_card_objects_are_reported_and_the_rest_is_scheduled(e2e) -> None:
     create_queue(api, "broken-quota", annotations={"volcano.sh/card.quota": "{not json"})
     # A PodGroup whose minimum the CRD's pattern lets through but no quantity can hold.
     create_podgroup(api, ns, "huge", min_member=1, queue="work", min_resources={"cpu": "1e999"})
-    # A PodGroup charged to a queue that does not exist (written directly: Volcano's admission
-    # webhook would refuse a Job naming such a queue).
-    create_podgroup(api, ns, "orphan", min_member=1, queue="no-such-queue")
+    # A PodGroup charged to a queue that does not exist (Volcano's admission webhooks refuse it:
+    # written while they are off).
+    with e2e.webhooks_off():
+        create_podgroup(api, ns, "orphan", min_member=1, queue="no-such-queue")
     create_pod(api, ns, "orphan-0", annotations={GROUP_NAME: "orphan"}, cpu="1", memory="1Gi")
     q = {"scheduling.volcano.sh/queue-name": "work"}
-    replicaset_pods(api, ns, "bad-card", 1, annotations={**q, "volcano.sh/card.name": "NVIDIA-H200||"}, gpus=1)
+    bad_card = replicaset_pods(api, ns, "bad-card", 1, annotations={**q, "volcano.sh/card.name": "NVIDIA-H200||"},
+                               gpus=1)[0]
     volcano_job(api, ns, "bad-request", replicas=1, queue="work", gpus=1,
                 annotations={"volcano.sh/card.request": '{"NVIDIA-H200": "many"}'},
                 pod_annotations={"volcano.sh/card.name": H200})
@@ -82,7 +84,7 @@ def test_bad_card_objects_are_reported_and_the_rest_is_scheduled(e2e) -> None:
     wanted = {
         ("huge", "InvalidObject"): "spec.minResources",
         ("orphan", "QueueNotFound"): "no-such-queue",
-        ("bad-card-00000", "InvalidCardRequest"): "malformed card name",
+        (bad_card, "InvalidCardRequest"): "malformed card name",
         (podgroup_name(api, ns, "bad-request"), "InvalidCardRequest"): "volcano.sh/card.request",
     }
     got = _wait_reasons(api, ns, wanted)
@@ -100,11 +102,16 @@ def test_bad_queue_tree_is_reported_and_the_rest_is_scheduled(e2e) -> None:
     api = e2e.api
     ns = e2e.namespace("tree")
     create_node(api, "node-a", cpu="8", memory="32Gi")
-    create_queue(api, "loop-a", parent="loop-b")
-    create_queue(api, "loop-b", parent="loop-a")
-    create_queue(api, "negative", capability={"cpu": "-4"})
     create_queue(api, "team", capability={"cpu": "8", "memory": "32Gi"})
-    stuck = volcano_job(api, ns, "in-loop", replicas=1, queue="loop-a", cpu="1", memory="1Gi")
+    # Volcano's admission webhooks refuse all three queues (a parent that does not exist yet, a
+    # negative capability) and a Job in a queue that is not Open: written while they are off, the
+    # Job's PodGroup made by its controller meanwhile.
+    with e2e.webhooks_off():
+        create_queue(api, "loop-a", parent="loop-b", wait_open=False)
+        create_queue(api, "loop-b", parent="loop-a", wait_open=False)
+        create_queue(api, "negative", capability={"cpu": "-4"}, wait_open=False)
+        stuck = volcano_job(api, ns, "in-loop", replicas=1, queue="loop-a", cpu="1", memory="1Gi")
+        podgroup_name(api, ns, "in-loop")
     good = volcano_job(api, ns, "good", replicas=2, queue="team", cpu="1", memory="1Gi")
     e2e.scheduler(HIERARCHICAL)
     wait_until(lambda: set(good) <= set(bound(api, ns)), 30, "the good job to bind")

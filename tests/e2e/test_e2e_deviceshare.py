@@ -14,10 +14,8 @@ from cluster import (
     bound,
     create_node,
     events,
-    owner_ref,
-    pod_body,
     pods,
-    replicaset,
+    replicaset_pods,
     wait_until,
 )
 
@@ -43,16 +41,16 @@ def vgpu_node(api: Any, name: str, gpus: int) -> None:
     api.patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": {"volcano.sh/node-vgpu-register": register}}})
 
 
-def vgpu_pods(api: Any, ns: str, rs: str, names: list[str], *, number: int = 1, memory: int, cores: int) -> None:
+def vgpu_pods(api: Any, ns: str, rs: str, count: int, *, number: int = 1, memory: int, cores: int) -> list[str]:
     """Pods of a ReplicaSet asking for GPU shares (limits; the API server copies them to requests)."""
-    owner = owner_ref("apps/v1", "ReplicaSet", rs, replicaset(api, ns, rs)["metadata"]["uid"])
-    for name in names:
-        body = pod_body(ns, name, cpu="1", memory="1Gi", labels={"app": rs}, owner=owner)
-        body["spec"]["containers"][0]["resources"]["limits"] = {
+
+    def shares(pod: dict[str, Any]) -> None:
+        pod["spec"]["containers"][0]["resources"]["limits"] = {
             "volcano.sh/vgpu-number": str(number), "volcano.sh/vgpu-memory": str(memory),
             "volcano.sh/vgpu-cores": str(cores),
         }
-        api.post(f"/api/v1/namespaces/{ns}/pods", body)
+
+    return replicaset_pods(api, ns, rs, count, cpu="1", memory="1Gi", shape=shares)
 
 
 def device_use(api: Any, ns: str) -> dict[tuple[str, str], list[int]]:
@@ -84,8 +82,7 @@ def test_fractional_pods_are_packed_on_devices_and_a_restart_keeps_the_accountin
     first = e2e.scheduler(CONF)
     started = time.time()
 
-    small = [f"small-{i}" for i in range(4)]
-    vgpu_pods(api, ns, "small", small, memory=4000, cores=30)
+    small = vgpu_pods(api, ns, "small", 4, memory=4000, cores=30)
     wait_until(lambda: set(small) <= set(bound(api, ns)), 60, "the small pods to be bound")
 
     # Binpack on devices: three 30 % pods fill one device (90 %), the fourth takes an idle device
@@ -115,20 +112,20 @@ def test_fractional_pods_are_packed_on_devices_and_a_restart_keeps_the_accountin
     # one holding 90 %, which would look idle to a scheduler that lost the accounting.
     first.stop()
     e2e.scheduler(CONF)
-    vgpu_pods(api, ns, "big", ["big-0"], memory=8000, cores=70)
-    wait_until(lambda: "big-0" in bound(api, ns), 60, "the 70 % pod to be bound after the restart")
-    assert bound(api, ns)["big-0"] == node
-    assert devices_of(api, ns, "big-0") == [emptier] and (node, emptier) != fuller
+    big = vgpu_pods(api, ns, "big", 1, memory=8000, cores=70)[0]
+    wait_until(lambda: big in bound(api, ns), 60, "the 70 % pod to be bound after the restart")
+    assert bound(api, ns)[big] == node
+    assert devices_of(api, ns, big) == [emptier] and (node, emptier) != fuller
     after = device_use(api, ns)
     assert all(u[0] <= MIB and u[1] <= 100 and u[2] <= 4 for u in after.values()), after
     assert after[(node, emptier)][1] == 100
 
     # A pod asking for more devices than any node has waits, and says why.
-    vgpu_pods(api, ns, "wide", ["wide-0"], number=3, memory=1000, cores=10)
+    wide = vgpu_pods(api, ns, "wide", 1, number=3, memory=1000, cores=10)[0]
 
     def reason() -> str:
-        msgs = [e["message"] for e in events(api, ns, "wide-0", "FailedScheduling")]
+        msgs = [e["message"] for e in events(api, ns, wide, "FailedScheduling")]
         return next((m for m in msgs if "node has 2 GPUs, pod asks for 3" in m), "")
 
     assert wait_until(reason, 30, "a FailedScheduling event naming the device reason")
-    assert "wide-0" not in bound(api, ns)
+    assert wide not in bound(api, ns)

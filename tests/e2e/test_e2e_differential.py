@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from controlplane import find_assets
-from volcano import find_volcano
+from volcano import V170, find_volcano
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -50,7 +50,7 @@ def test_no_unexplained_difference_from_vc_scheduler(tmp_path: Path) -> None:
     assets, missing = find_assets()
     if assets is None:
         _required("a control plane", missing)
-    volcano, vc_missing = find_volcano(binaries=("vc-scheduler",))
+    volcano, vc_missing = find_volcano(binaries=("vc-scheduler",), version=V170)
     if volcano is None:
         _required("Volcano's vc-scheduler", vc_missing)
     assert assets is not None and volcano is not None

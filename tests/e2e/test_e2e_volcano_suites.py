@@ -26,7 +26,7 @@ import re
 import pytest
 
 from controlplane import find_assets
-from volcano import find_volcano
+from volcano import V170, find_volcano
 from volcano_suites import find_suite, run_suite
 
 # Specs that passed with vc-scheduler, measured (docs/fidelity.md, "Volcano's e2e suites").
@@ -105,11 +105,11 @@ def _require() -> None:
     missing = []
     if find_assets(("kube-scheduler",))[0] is None:
         missing.append(find_assets(("kube-scheduler",))[1])
-    if find_volcano()[0] is None:
-        missing.append(find_volcano()[1])
+    if find_volcano(version=V170)[0] is None:
+        missing.append(find_volcano(version=V170)[1])
     for suite in SUITES:
-        if find_suite(suite)[0] is None:
-            missing.append(find_suite(suite)[1])
+        if find_suite(suite, V170)[0] is None:
+            missing.append(find_suite(suite, V170)[1])
     if missing:
         msg = "; ".join(missing)
         if os.environ.get("CI"):
@@ -120,7 +120,7 @@ def _require() -> None:
 @pytest.mark.parametrize("suite", sorted(SUITES))
 def test_volcano_suite_specs_that_pass_with_vc_scheduler_pass_with_tidesched(suite: str, tmp_path) -> None:
     _require()
-    run = run_suite(suite, "tidesched", skip=SUITES[suite], workdir=tmp_path / suite, seed=1)
+    run = run_suite(suite, "tidesched", skip=SUITES[suite], workdir=tmp_path / suite, seed=1, version=V170)
     got = run.by_name()
     skip = re.compile(SUITES[suite]) if SUITES[suite] else None
     wanted = {n for n in VC_PASSED[suite] if not (skip and skip.search(n)) and n not in DIFFERS}

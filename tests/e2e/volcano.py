@@ -1,42 +1,90 @@
 """Volcano's own components beside the control plane: its CRDs, ``vc-controller-manager`` (the Job,
-PodGroup, Queue and garbage-collection controllers real installs run) and ``vc-scheduler`` (the peer
-and oracle), as built from Volcano v1.7.0 in ``../shared/volcano``.
+PodGroup, Queue, HyperNode and garbage-collection controllers real installs run), ``vc-scheduler``
+(the peer and oracle) and, from v1.15, ``vc-webhook-manager`` (``webhooks.py``).
 
-The directory comes from ``VOLCANO_ASSETS`` or ``../shared/volcano`` beside the repository;
-:func:`find_volcano` says what is missing when neither has it, so tests can skip (or fail under
-``CI``) with that message. Both binaries run with the admin's kubeconfig: what they may do in a real
-install is Volcano's Helm chart's business, not what these tests check.
+Two versions are here. **v1.15.1** (the default, Volcano's current release and tidesched's
+reference) comes xz-compressed in ``../shared/volcano-1.15`` and is unpacked once into the user's
+cache (``~/.cache/tidesched-e2e/volcano-1.15.1``: the binaries, ``e2e/<suite>.test``, ``crds/``,
+``chart/`` and the configs). **v1.7.0** (``../shared/volcano``) stays for what still compares
+against it (see docs/fidelity.md). ``VOLCANO_ASSETS`` names a ready directory of either layout
+instead; ``VOLCANO_VERSION`` chooses the version the e2e fixtures run (``1.15.1`` or ``1.7.0``).
+
+:func:`find_volcano` says what is missing when nothing is found, so tests can skip (or fail under
+``CI``) with that message. The binaries run with the admin's kubeconfig: what they may do in a real
+install is Volcano's Helm chart's business, not what these tests check (:func:`scheduler_identity`
+gives vc-scheduler a ServiceAccount of its own where a test measures it as deployed).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
 import httpx
 import yaml
 
-from controlplane import REPO, Api, ApiError, ControlPlane, _Proc, free_port
+from controlplane import REPO, Api, ApiError, ControlPlane, _Proc, cache_dir, cache_lock, free_port, unpack_xz
 
 VOLCANO_BINARIES = ("vc-controller-manager", "vc-scheduler")
 BATCH = "/apis/batch.volcano.sh/v1alpha1"
+V115, V170 = "1.15.1", "1.7.0"
+VERSIONS = (V115, V170)
+SHARED = {V115: REPO.parent / "shared" / "volcano-1.15", V170: REPO.parent / "shared" / "volcano"}
+
+
+def default_version() -> str:
+    """The version the e2e fixtures run: ``VOLCANO_VERSION``, else v1.15.1."""
+    v = os.environ.get("VOLCANO_VERSION", V115).removeprefix("v")
+    if v not in VERSIONS:
+        raise ValueError(f"VOLCANO_VERSION={v!r}: one of {', '.join(VERSIONS)}")
+    return v
+
+
+def version_of(volcano: Path) -> str:
+    """v1.15.1 has a webhook manager and ``e2e/<suite>.test``; v1.7.0 neither."""
+    return V115 if (volcano / "vc-webhook-manager").exists() else V170
+
+
+def unpack_v115(shared: Path, dest: Path) -> Path:
+    """``shared`` (xz-compressed binaries and suites, CRDs, chart, configs) as a ready directory
+    ``dest``, as its ``unpack`` script makes it; files already there and newer are kept."""
+    (dest / "e2e").mkdir(parents=True, exist_ok=True)
+    for z in [*shared.glob("*.xz"), *(shared / "e2e").glob("*.xz")]:
+        unpack_xz(z, dest / z.relative_to(shared).with_suffix(""))
+    with cache_lock(dest.name):
+        for sub in ("crds", "chart"):
+            shutil.rmtree(dest / sub, ignore_errors=True)
+            shutil.copytree(shared / sub, dest / sub)
+            for p in (dest / sub).rglob("*"):  # the shared tree is read-only; the copy need not be
+                p.chmod(0o755 if p.is_dir() else 0o644)
+        for conf in shared.glob("*.conf"):
+            shutil.copyfile(conf, dest / conf.name)
+    return dest
 
 
 def find_volcano(
-    extra: tuple[str, ...] = (), binaries: tuple[str, ...] = VOLCANO_BINARIES
+    extra: tuple[str, ...] = (), binaries: tuple[str, ...] = VOLCANO_BINARIES, version: str | None = None
 ) -> tuple[Path | None, str]:
     """(directory, "") when Volcano's binaries and CRDs are there, else (None, what is missing).
-    ``binaries`` narrows what is looked for (the benchmark needs only ``vc-scheduler``)."""
+    ``binaries`` narrows what is looked for (the benchmark needs only ``vc-scheduler``);
+    ``version`` defaults to :func:`default_version`."""
+    version = version or default_version()
+    wanted = tuple(binaries) + extra
     env = os.environ.get("VOLCANO_ASSETS")
     candidates = [Path(env)] if env else []
-    candidates.append(REPO.parent / "shared" / "volcano")
-    wanted = tuple(binaries) + extra
+    shared = SHARED[version]
+    if version == V115 and (shared / "vc-scheduler.xz").is_file():
+        candidates.append(unpack_v115(shared, cache_dir() / f"volcano-{V115}"))
+    elif version == V170:
+        candidates.append(shared)
     for d in candidates:
-        if all(os.access(d / b, os.X_OK) for b in wanted) and (d / "crds").is_dir():
+        if all(os.access(d / b, os.X_OK) for b in wanted) and (d / "crds").is_dir() and version_of(d) == version:
             return d, ""
-    where = " or ".join(str(c) for c in candidates)
-    return None, f"no Volcano {', '.join(wanted)} and crds/ in {where} (set VOLCANO_ASSETS to Volcano's build)"
+    where = " or ".join(str(c) for c in [*candidates, shared])
+    return None, (f"no Volcano v{version} {', '.join(wanted)} and crds/ in {where} "
+                  "(set VOLCANO_ASSETS to Volcano's build)")
 
 
 def install_volcano_crds(api: Api, volcano: Path, timeout: float = 30.0, *, replace: bool = True) -> None:
@@ -44,10 +92,15 @@ def install_volcano_crds(api: Api, volcano: Path, timeout: float = 30.0, *, repl
     ``replace`` a PodGroup or Queue CRD already there (e.g. tidesched's own) is replaced; without,
     it is kept: tidesched's are newer than v1.7.0's (queue ``parent``, ``priority``, ``deserved``,
     which v1.7.0's schema would prune), as in a cluster running a newer Volcano."""
+    wanted: dict[str, set[str]] = {}  # group/version path -> plurals it must serve
     for path in sorted((volcano / "crds").glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if not doc:
                 continue
+            spec = doc["spec"]
+            for v in spec.get("versions") or []:
+                if v.get("served", True):
+                    wanted.setdefault(f"/apis/{spec['group']}/{v['name']}", set()).add(spec["names"]["plural"])
             try:
                 api.create(doc)
             except ApiError as exc:
@@ -59,11 +112,6 @@ def install_volcano_crds(api: Api, volcano: Path, timeout: float = 30.0, *, repl
                 current = api.get(crd)
                 doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
                 api.put(crd, doc)
-    wanted = {
-        "/apis/batch.volcano.sh/v1alpha1": {"jobs"},
-        "/apis/scheduling.volcano.sh/v1beta1": {"queues", "podgroups"},
-        "/apis/bus.volcano.sh/v1alpha1": {"commands"},
-    }
     deadline = time.monotonic() + timeout
     while True:
         missing = []

@@ -1,26 +1,30 @@
-"""Run one of Volcano's own Ginkgo e2e suites (v1.7.0's ``test/e2e/<suite>``, compiled with
-``go test -c``) against one scheduler, on a fresh test control plane dressed as the kind cluster of
-Volcano's CI, and return the outcome of every spec.
+"""Run one of Volcano's own Ginkgo e2e suites (``test/e2e/<suite>`` at v1.15.1, or v1.7.0's two)
+against one scheduler, on a fresh test control plane dressed as the kind cluster of Volcano's CI, and
+return the outcome of every spec.
 
 For one (suite, scheduler) :func:`run_suite` starts, in order: etcd + kube-apiserver
 (``controlplane``); ``deploy/`` applied (tidesched's ServiceAccount and RBAC) and Volcano's CRDs
-over it; the admission webhook stand-in (``admission``); the kube-controller-manager stand-ins
-(``kcm``); the kind nodes, kindnet's pods, the kubelet stand-in and kube-scheduler (``kind``);
-the scheduler's ConfigMap ``volcano-system/integration-scheduler-configmap`` holding the
-configuration, mirrored into the file the scheduler reads; Volcano's real ``vc-controller-manager``;
-then the scheduler under test with Volcano's CI configuration (``volcano-scheduler-ci.conf``):
-``vc-scheduler`` (admin credentials, as ``volcano.py`` runs it) or ``tidesched run`` (its deployed
-ServiceAccount, ``--scheduler-conf`` the same file, ``-v=4``). Both get the chart's schedule
-period, 1 s. The suite binary runs with the admin kubeconfig and writes Ginkgo's JSON report,
-which is read for the per-spec outcome.
+over it; the real kube-controller-manager (``kcm``); Volcano's admission webhooks: the real
+``vc-webhook-manager`` with the chart's webhook configurations and every admission Volcano's CI
+enables (``webhooks``; v1.7.0: the stand-in in ``admission``); the kind nodes, kindnet's pods, the
+suite's kwok nodes, the kubelet stand-in and kube-scheduler (``kind``); the scheduler's ConfigMap
+``volcano-system/integration-scheduler-configmap`` holding the configuration, mirrored into the
+file the scheduler reads; Volcano's real ``vc-controller-manager``; then the scheduler under test
+with Volcano's CI configuration (``volcano-scheduler-ci.conf``): ``vc-scheduler`` (admin
+credentials, as ``volcano.py`` runs it) or ``tidesched run`` (its deployed ServiceAccount,
+``--scheduler-conf`` the same file, ``-v=4``). Both get the chart's schedule period, 1 s, and the
+suite's own setup from Volcano's CI (``SETUP``: feature gates, ignored provisioners, kwok nodes);
+a flag ``tidesched run`` does not take yet is left out and said in the run's notes. The suite
+binary runs with the admin kubeconfig and writes Ginkgo's JSON report, which is read for the
+per-spec outcome.
 
 As a script::
 
     python tests/e2e/volcano_suites.py --scheduler tidesched --suite schedulingbase [--focus RE]
-        [--skip RE] [--without-plugin sla] [--keep DIR] [--json OUT]
+        [--skip RE] [--without-plugin sla] [--keep DIR] [--json OUT] [--volcano 1.7.0]
 
-``--suite`` takes ``schedulingbase``/``schedulingaction`` (in ``../shared/volcano/e2e``) or a path
-to another compiled suite (``jobp``, ``jobseq``, built from the tag; never committed).
+``--suite`` takes a suite's name (``SUITES``) or a path to another compiled suite; ``all`` runs
+every suite of the version in turn.
 """
 
 from __future__ import annotations
@@ -41,21 +45,65 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from admission import AdmissionWebhook  # noqa: E402
-from cluster import SA_NAME, SA_NAMESPACE, Scheduler, install_deploy  # noqa: E402
+from cluster import (  # noqa: E402
+    KEPT_QUEUES,
+    SA_NAME,
+    SA_NAMESPACE,
+    TIDESCHED,
+    Scheduler,
+    delete_queues,
+    install_deploy,
+    queue_admits,
+)
 from controlplane import ControlPlane, find_assets  # noqa: E402
-from kcm import ControllerManager, Informer  # noqa: E402
+from informer import Informer  # noqa: E402
+from kcm import start_kcm  # noqa: E402
 from kind import (  # noqa: E402
     SCHEDULER_CONF_KEY,
     SCHEDULER_CONFIGMAP,
     ConfigMapVolume,
     KindKubelet,
     create_kind_nodes,
+    create_kwok_nodes,
     start_kube_scheduler,
 )
-from volcano import find_volcano, install_volcano_crds, start_controller_manager, start_vc_scheduler  # noqa: E402
+from volcano import (  # noqa: E402
+    V115,
+    V170,
+    default_version,
+    find_volcano,
+    install_volcano_crds,
+    start_controller_manager,
+    start_vc_scheduler,
+)
+from webhooks import CI_ADMISSIONS, start_webhook_manager  # noqa: E402
 
 SCHEDULERS = ("vc-scheduler", "tidesched")
-SUITES = ("schedulingbase", "schedulingaction")
+SUITES = {
+    V115: ("schedulingbase", "schedulingaction", "schedulinggates", "gangevict", "hypernode", "jobp", "jobseq"),
+    V170: ("schedulingbase", "schedulingaction"),
+}
+
+
+@dataclass(frozen=True)
+class SuiteSetup:
+    """What Volcano's CI gives one suite beyond the common cluster (``Makefile``'s
+    ``e2e-test-<suite>`` and ``hack/run-e2e-kind.sh``)."""
+
+    feature_gates: str = ""  # scheduler's and webhooks' --feature-gates
+    ignored_provisioners: str = ""  # scheduler's --ignored-provisioners
+    kwok_nodes: int = 0
+    # The specs Kubernetes' e2e framework registers in suites that import it: Volcano's CI skips them.
+    skip: str = ""
+
+
+SETUP = {
+    "schedulingbase": SuiteSetup(ignored_provisioners="kubernetes.io/no-provisioner", skip=r"\[sig-.*\]"),
+    "schedulingaction": SuiteSetup(skip=r"\[sig-.*\]"),
+    "schedulinggates": SuiteSetup(feature_gates="SchedulingGatesQueueAdmission=true"),
+    "gangevict": SuiteSetup(kwok_nodes=4),
+    "hypernode": SuiteSetup(kwok_nodes=8),
+}
 
 
 @dataclass
@@ -76,6 +124,7 @@ class SpecResult:
 class SuiteRun:
     suite: str
     scheduler: str
+    volcano: str = V115  # Volcano's version: its suites, controllers, webhooks (and vc-scheduler)
     specs: list[SpecResult] = field(default_factory=list)
     seconds: float = 0.0
     setup_seconds: float = 0.0
@@ -96,18 +145,42 @@ class SuiteRun:
         return out
 
 
-def find_suite(suite: str) -> tuple[Path | None, str]:
-    """A suite name in ``<volcano>/e2e/e2e-<name>`` or a path to a compiled suite."""
+def find_suite(suite: str, version: str = V115) -> tuple[Path | None, str]:
+    """A suite's name (``e2e/<name>.test`` in v1.15.1's directory, ``e2e/e2e-<name>`` in v1.7.0's)
+    or a path to a compiled suite."""
     p = Path(suite)
     if p.is_file() and os.access(p, os.X_OK):
         return p, ""
-    volcano, missing = find_volcano()
+    volcano, missing = find_volcano(version=version)
     if volcano is None:
         return None, missing
-    p = volcano / "e2e" / f"e2e-{suite}"
+    p = volcano / "e2e" / (f"{suite}.test" if version == V115 else f"e2e-{suite}")
     if p.is_file() and os.access(p, os.X_OK):
         return p, ""
-    return None, f"no compiled Volcano e2e suite {suite!r} (looked for {p})"
+    return None, f"no compiled Volcano v{version} e2e suite {suite!r} (looked for {p})"
+
+
+def suite_name(suite: str) -> str:
+    return Path(suite).name.removeprefix("e2e-").removesuffix(".test")
+
+
+def tidesched_flags() -> set[str]:
+    """The flags ``tidesched run`` takes (from its ``--help``)."""
+    out = subprocess.run([str(TIDESCHED), "run", "--help"], capture_output=True, text=True, timeout=60, check=False)
+    return set(re.findall(r"(--[a-z][a-z0-9-]+)", out.stdout))
+
+
+def scheduler_flags(setup: SuiteSetup, accepted: set[str] | None = None) -> tuple[list[str], list[str]]:
+    """(flags, those left out because the scheduler does not take them) for the suite's setup;
+    ``accepted`` None: every flag is taken (vc-scheduler)."""
+    wanted = []
+    if setup.feature_gates:
+        wanted.append(f"--feature-gates={setup.feature_gates}")
+    if setup.ignored_provisioners:
+        wanted.append(f"--ignored-provisioners={setup.ignored_provisioners}")
+    if accepted is None:
+        return wanted, []
+    return ([f for f in wanted if f.split("=")[0] in accepted], [f for f in wanted if f.split("=")[0] not in accepted])
 
 
 def ci_config(volcano: Path, without: tuple[str, ...] = ()) -> str:
@@ -179,22 +252,30 @@ def go_regexp_quote(text: str) -> str:
     return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text)
 
 
-def clean_leftovers(api: Any, timeout: float = 180.0) -> None:
-    """What an aborted clean-up leaves: the suite's PriorityClasses, queues other than default,
-    namespaces being deleted (waited for)."""
+def clean_leftovers(api: Any, webhooks: Any = None, timeout: float = 180.0) -> None:
+    """What an aborted clean-up leaves: the suite's PriorityClasses, queues other than default and
+    root, namespaces being deleted (waited for)."""
     for pc in api.items("/apis/scheduling.k8s.io/v1/priorityclasses"):
         if not pc["metadata"]["name"].startswith("system-"):
             api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}")
-    for q in api.items("/apis/scheduling.volcano.sh/v1beta1/queues"):
-        if q["metadata"]["name"] != "default":
-            api.delete(f"/apis/scheduling.volcano.sh/v1beta1/queues/{q['metadata']['name']}")
+    delete_queues(api, webhooks if hasattr(webhooks, "suspended") else None)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         busy = [n for n in api.items("/api/v1/namespaces") if n["metadata"].get("deletionTimestamp")]
-        queues = [q for q in api.items("/apis/scheduling.volcano.sh/v1beta1/queues") if q["metadata"]["name"] != "default"]
+        queues = [q for q in api.items("/apis/scheduling.volcano.sh/v1beta1/queues")
+                  if q["metadata"]["name"] not in KEPT_QUEUES]
         if not busy and not queues:
             return
         time.sleep(0.5)
+
+
+def wait_default_queue_open(api: Any) -> None:
+    """Volcano's admission refuses every Job until its queue controller has opened ``default``."""
+    deadline = time.monotonic() + 60
+    while not queue_admits(api, "default"):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the default queue is not Open for Volcano's admission after 60 s")
+        time.sleep(0.2)
 
 
 def _stop_all(stack: list[Any]) -> None:
@@ -218,6 +299,7 @@ def run_suite(
     seed: int | None = None,
     retry_races: bool = True,
     one_by_one: bool = True,
+    version: str | None = None,
 ) -> SuiteRun:
     """One suite against one scheduler on a fresh cluster; every process stopped on return.
 
@@ -230,18 +312,22 @@ def run_suite(
     Volcano's CI runs it."""
     if scheduler not in SCHEDULERS:
         raise ValueError(f"scheduler must be one of {SCHEDULERS}")
+    version = version or default_version()
     assets, missing = find_assets(("kube-scheduler",))
     if assets is None:
         raise FileNotFoundError(missing)
-    volcano, missing = find_volcano()
+    volcano, missing = find_volcano(version=version)
     if volcano is None:
         raise FileNotFoundError(missing)
-    binary, missing = find_suite(suite)
+    binary, missing = find_suite(suite, version)
     if binary is None:
         raise FileNotFoundError(missing)
-    workdir = Path(workdir or tempfile.mkdtemp(prefix=f"volcano-e2e-{Path(suite).name}-{scheduler}-"))
+    name = suite_name(suite)
+    setup = SETUP.get(name, SuiteSetup()) if version == V115 else SuiteSetup()
+    skip = "|".join(x for x in (skip, setup.skip) if x)
+    workdir = Path(workdir or tempfile.mkdtemp(prefix=f"volcano-e2e-{name}-{scheduler}-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    run = SuiteRun(Path(suite).name.removeprefix("e2e-"), scheduler, workdir=str(workdir))
+    run = SuiteRun(name, scheduler, workdir=str(workdir), volcano=version)
     run.config = ci_config(volcano, without_plugins)
     t0 = time.monotonic()
     cp = ControlPlane(assets, workdir=workdir / "controlplane")
@@ -252,37 +338,51 @@ def run_suite(
         api = cp.admin
         install_deploy(api)  # tidesched's namespace, ServiceAccount, RBAC, default queue
         install_volcano_crds(api, volcano)  # Volcano's CRDs replace deploy/'s
-        kcm = ControllerManager(cp).start()
-        stack.append(kcm)
-        cached = {i.collection: i for i in kcm.informers.values() if i.kind in ("PodGroup", "Queue")}
-        webhook = AdmissionWebhook(cp, workdir / "admission", informers=cached).start()
+        stack.append(start_kcm(cp, workdir))
+        webhook: Any
+        if version == V115:
+            webhook = start_webhook_manager(cp, volcano, workdir, admissions=CI_ADMISSIONS,
+                                            feature_gates=setup.feature_gates)
+        else:
+            cached = {}
+            for coll, kind, namespaced in (("/apis/scheduling.volcano.sh/v1beta1/podgroups", "PodGroup", True),
+                                           ("/apis/scheduling.volcano.sh/v1beta1/queues", "Queue", False)):
+                cached[coll] = Informer(cp, coll, kind, "scheduling.volcano.sh/v1beta1", namespaced).start()
+                stack.append(cached[coll])
+            webhook = AdmissionWebhook(cp, workdir / "admission", informers=cached).start()
         stack.append(webhook)
         nodes = Informer(cp, "/api/v1/nodes", "Node", "v1", False).start()
         stack.append(nodes)
         create_kind_nodes(api)
+        create_kwok_nodes(api, setup.kwok_nodes)
         kubelet = KindKubelet(cp, nodes).start()
         stack.append(kubelet)
         stack.append(start_kube_scheduler(cp, workdir))
 
-        ns, name = SCHEDULER_CONFIGMAP
-        api.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
+        ns, cm_name = SCHEDULER_CONFIGMAP
+        api.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": cm_name, "namespace": ns},
                    "data": {SCHEDULER_CONF_KEY: run.config}})
         confdir = workdir / "volcano.scheduler"
         confdir.mkdir(exist_ok=True)
         conf = confdir / SCHEDULER_CONF_KEY
-        volume = ConfigMapVolume(cp, ns, name, SCHEDULER_CONF_KEY, conf).start()
+        volume = ConfigMapVolume(cp, ns, cm_name, SCHEDULER_CONF_KEY, conf).start()
         stack.append(volume)
 
         stack.append(start_controller_manager(cp, volcano, workdir, args=("-v=4",)))
         if scheduler == "vc-scheduler":
-            stack.append(start_vc_scheduler(cp, volcano, workdir, conf, args=("-v=4" if verbose else "-v=3",)))
+            flags, _ = scheduler_flags(setup)
+            stack.append(start_vc_scheduler(cp, volcano, workdir, conf,
+                                            args=("-v=4" if verbose else "-v=3", "--schedule-period=1s", *flags)))
         else:
-            token = cp.service_account_token(SA_NAMESPACE, SA_NAME, seconds=4 * 3600)
+            flags, left_out = scheduler_flags(setup, tidesched_flags())
+            run.notes += [f"tidesched run takes no {f.split('=')[0]}: {f} left out" for f in left_out]
+            token = cp.service_account_token(SA_NAMESPACE, SA_NAME, seconds=8 * 3600)
             kubeconfig = cp.kubeconfig(workdir / "tidesched.kubeconfig", token)
-            sched = Scheduler(kubeconfig, conf, workdir / "tidesched.log", period="1s")
+            sched = Scheduler(kubeconfig, conf, workdir / "tidesched.log", period="1s", args=flags)
             sched.start()
             stack.append(sched)
             sched.wait_ready(90)
+        wait_default_queue_open(api)
 
         admin_kubeconfig = cp.kubeconfig(workdir / "admin.kubeconfig", cp.admin_token, user="admin")
         env = {**os.environ, "KUBECONFIG": str(admin_kubeconfig), "NO_PROXY": "127.0.0.1,localhost",
@@ -328,9 +428,9 @@ def run_suite(
                     continue
                 r = mine[0]
                 if r.cleanup_lost:
-                    clean_leftovers(api)
+                    clean_leftovers(api, webhook)
                 if r.state in ("failed", "panicked", "timedout"):
-                    clean_leftovers(api)
+                    clean_leftovers(api, webhook)
                     if retry_races:
                         _, again = invoke(f"spec-{i:02d}-again", exact(p.name))
                         second = [x for x in again if x.name == p.name]
@@ -338,7 +438,7 @@ def run_suite(
                             r.first_failure, r.state, r.failure, r.seconds = (
                                 r.failure, second[0].state, second[0].failure, second[0].seconds)
                         if r.state in ("failed", "panicked", "timedout"):
-                            clean_leftovers(api)
+                            clean_leftovers(api, webhook)
                 run.specs.append(r)
                 if r.state not in ("passed", "skipped"):
                     run.exit_code = 1
@@ -352,9 +452,9 @@ def run_suite(
         run.seconds = round(time.monotonic() - t1, 1)
         if scheduler == "tidesched":
             run.rbac_refusals = [ln for ln in sched.forbidden_lines() if "being terminated" not in ln]
-        run.notes.append(f"admission webhook: {webhook.latency()}")
-        run.notes += [f"admission: {e}" for e in webhook.errors[:20]]
-        run.notes += list(kcm.errors())[:20]
+        if version == V170:
+            run.notes.append(f"admission webhook: {webhook.latency()}")
+            run.notes += [f"admission: {e}" for e in webhook.errors[:20]]
     finally:
         _stop_all(stack)
         shutil.rmtree(cp.workdir / "etcd", ignore_errors=True)
@@ -387,43 +487,52 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scheduler", choices=SCHEDULERS, action="append", required=True,
                     help="may be given twice: both run, one after the other")
-    ap.add_argument("--suite", required=True, help=f"{' or '.join(SUITES)}, or a path to a compiled suite")
+    ap.add_argument("--suite", required=True, action="append",
+                    help=f"one of {', '.join(SUITES[V115])}, 'all', or a path to a compiled suite; may be repeated")
+    ap.add_argument("--volcano", choices=list(SUITES), default=default_version(),
+                    help="Volcano's version: suites, controllers, webhooks and vc-scheduler (default %(default)s)")
     ap.add_argument("--focus", default="")
     ap.add_argument("--skip", default="")
     ap.add_argument("--without-plugin", action="append", default=[],
-                    help="drop this plugin from the CI configuration (e.g. sla, for tidesched until it has it)")
+                    help="drop this plugin from the CI configuration")
     ap.add_argument("--keep", type=Path, help="work directory root to keep (logs, report); default: a temporary one")
-    ap.add_argument("--json", type=Path, help="write the runs' results here")
+    ap.add_argument("--json", type=Path, help="write the runs' results here (rewritten after every run)")
     ap.add_argument("--no-retry", action="store_true", help="do not run the failed specs again")
     ap.add_argument("--whole", action="store_true", help="one invocation of the suite, as Volcano's CI runs it")
     ap.add_argument("--seed", type=int, help="Ginkgo's random seed (the order of the suite's top-level containers)")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="Ginkgo's timeout per invocation, seconds")
     ap.add_argument("-v", "--verbose", action="store_true", help="vc-scheduler at -v=4")
     args = ap.parse_args(argv)
+    suites = [x for s in args.suite for x in (SUITES[args.volcano] if s == "all" else (s,))]
     runs = []
-    for s in args.scheduler:
-        wd = (args.keep / f"{Path(args.suite).name}-{s}") if args.keep else None
-        if wd is not None and wd.exists():
-            shutil.rmtree(wd)
-        r = run_suite(args.suite, s, focus=args.focus, skip=args.skip, without_plugins=tuple(args.without_plugin),
-                      workdir=wd, verbose=args.verbose, seed=args.seed, retry_races=not args.no_retry, one_by_one=not args.whole)
-        runs.append(r)
-        print(f"{r.suite} with {s}: {r.counts()} in {r.seconds:.0f}s (+{r.setup_seconds:.0f}s setup), "
-              f"exit {r.exit_code}, logs in {r.workdir}", flush=True)
-        for spec in r.specs:
-            line = f"  {spec.state:8} {spec.seconds:6.1f}s  {spec.name}"
-            if spec.first_failure:
-                line += f"  (run again; first: {spec.first_failure.splitlines()[0][:120]})"
-            if spec.cleanup_lost:
-                line += "  (its clean-up lost the Queue status race)"
-            if spec.state not in ("passed", "skipped", "filtered"):
-                line += f"\n           {spec.failure[:400]}"
-            print(line)
-        for n in r.notes:
-            print(f"  note: {n}")
-    if len(runs) > 1:
-        print(table(runs))
-    if args.json:
-        args.json.write_text(json.dumps([asdict(r) for r in runs], indent=1))
+    for suite in suites:
+        for s in args.scheduler:
+            wd = (args.keep / f"{suite_name(suite)}-{s}") if args.keep else None
+            if wd is not None and wd.exists():
+                shutil.rmtree(wd)
+            r = run_suite(suite, s, focus=args.focus, skip=args.skip, without_plugins=tuple(args.without_plugin),
+                          workdir=wd, verbose=args.verbose, seed=args.seed, retry_races=not args.no_retry,
+                          one_by_one=not args.whole, version=args.volcano, timeout=args.timeout)
+            runs.append(r)
+            print(f"{r.suite} (Volcano v{r.volcano}) with {s}: {r.counts()} in {r.seconds:.0f}s "
+                  f"(+{r.setup_seconds:.0f}s setup), exit {r.exit_code}, logs in {r.workdir}", flush=True)
+            for spec in r.specs:
+                line = f"  {spec.state:8} {spec.seconds:6.1f}s  {spec.name}"
+                if spec.first_failure:
+                    line += f"  (run again; first: {spec.first_failure.splitlines()[0][:120]})"
+                if spec.cleanup_lost:
+                    line += "  (its clean-up lost the Queue status race)"
+                if spec.state not in ("passed", "skipped", "filtered"):
+                    line += f"\n           {spec.failure[:400]}"
+                print(line, flush=True)
+            for n in r.notes:
+                print(f"  note: {n}", flush=True)
+            if args.json:
+                args.json.write_text(json.dumps([asdict(x) for x in runs], indent=1))
+    for suite in dict.fromkeys(r.suite for r in runs):
+        mine = [r for r in runs if r.suite == suite]
+        if len(mine) > 1:
+            print(f"\n{suite}\n" + table(mine))
     return 0
 
 
