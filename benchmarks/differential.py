@@ -79,6 +79,7 @@ for _dir in (str(ROOT / "tests" / "e2e"), str(Path(__file__).resolve().parent)):
         sys.path.append(_dir)
 
 from cluster import (  # noqa: E402
+    KEPT_QUEUES,
     SA_NAME,
     SA_NAMESPACE,
     Kubelet,
@@ -88,7 +89,7 @@ from cluster import (  # noqa: E402
     install_deploy,
 )
 from controlplane import Api, ApiError, ControlPlane, find_assets  # noqa: E402
-from volcano import V170, find_volcano, install_volcano_crds, start_vc_scheduler  # noqa: E402
+from volcano import V115, V170, find_volcano, install_volcano_crds, start_vc_scheduler  # noqa: E402
 
 NS = "diff"
 VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
@@ -97,6 +98,7 @@ WORLD_LABEL = "differential.tidesched.io/world"
 SCHEDULERS = ("vc-scheduler", "tidesched")
 GPU = "nvidia.com/gpu"
 PRIORITY_CLASSES = {"pc-low": 10, "pc-mid": 100, "pc-high": 1000}
+ROOT_QUEUE = "root"
 ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
 PLUGINS = ("priority", "gang", "conformance", "drf", "proportion", "predicates", "nodeorder", "binpack",
            "overcommit")
@@ -147,6 +149,11 @@ class QueueSpec:
     weight: int = 1
     capability: dict[str, str] | None = None
     reclaimable: bool | None = True
+    # Volcano v1.15's queue fields (the generator draws them for --volcano 1.15.1 only)
+    priority: int = 0
+    deserved: dict[str, str] | None = None
+    guarantee: dict[str, str] | None = None
+    parent: str | None = None
 
 
 @dataclass
@@ -159,6 +166,9 @@ class World:
     jobs: list[JobSpec]
     pods: list[PodSpec]
     note: str = ""
+    # The ``root`` Queue as vc-scheduler v1.15 creates it at start (reclaimable false), made in
+    # both schedulers' planes (and the in-process replay) so that both see the same queues.
+    root_queue: bool = False
 
     # -- views ----------------------------------------------------------------------------
 
@@ -180,6 +190,7 @@ class World:
             [JobSpec(**j) for j in d["jobs"]],
             [PodSpec(**p) for p in d["pods"]],
             d.get("note", ""),
+            d.get("root_queue", False),
         )
 
     def manifests(self) -> list[dict[str, Any]]:
@@ -188,6 +199,8 @@ class World:
         for name, value in PRIORITY_CLASSES.items():
             out.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                         "metadata": {"name": name, "labels": {WORLD_LABEL: "1"}}, "value": value})
+        if self.root_queue:
+            out.append(queue_manifest(QueueSpec(ROOT_QUEUE, 1, None, False)))
         for q in self.queues:
             out.append(queue_manifest(q))
         for n in self.nodes:
@@ -226,6 +239,14 @@ def queue_manifest(q: QueueSpec) -> dict[str, Any]:
         spec["capability"] = dict(q.capability)
     if q.reclaimable is not None:
         spec["reclaimable"] = q.reclaimable
+    if q.priority:
+        spec["priority"] = q.priority
+    if q.deserved:
+        spec["deserved"] = dict(q.deserved)
+    if q.guarantee:
+        spec["guarantee"] = {"resource": dict(q.guarantee)}
+    if q.parent:
+        spec["parent"] = q.parent
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": q.name},
             "spec": spec, "status": {"state": "Open", "allocated": {}}}
 
@@ -388,8 +409,58 @@ def _shape(rng: random.Random, gpu_nodes: bool) -> tuple[int, int, int]:
     return rng.choice(CPU_SIZES), rng.choice(MEM_SIZES), gpu
 
 
-def generate(seed: int) -> World:
-    """The random world of ``seed``."""
+def generate(seed: int, version: str = V115) -> World:
+    """The random world of ``seed``: within v1.7.0's surface, and for v1.15.1 with what v1.15 adds
+    on top (:func:`extend_v115`, drawn from a second generator, so a seed's v1.7.0 world stays
+    what it was)."""
+    world = _generate_v170(seed)
+    return extend_v115(world) if version == V115 else world
+
+
+def _shares(rng: random.Random, nodes: list[NodeSpec], fracs: tuple[float, ...]) -> dict[str, str]:
+    frac = rng.choice(fracs)
+    return {"cpu": quantity_cpu(int(sum(n.cpu for n in nodes) * frac) // 100 * 100),
+            "memory": quantity_mem(int(sum(n.memory for n in nodes) * frac) // 64 * 64)}
+
+
+def extend_v115(world: World) -> World:
+    """What Volcano v1.15 (and tidesched now) has beyond v1.7.0, drawn into ``world``: queue
+    ``priority``; the capacity plugin in place of proportion (queues with ``deserved`` and
+    ``guarantee``), in a third of those worlds with a queue hierarchy (``spec.parent``,
+    ``enabledHierarchy``). Features still being built (scheduling gates, PVCs, HyperNodes, the
+    new actions and plugins) join as they land."""
+    rng = random.Random(f"v1.15-{world.seed}")
+    world.root_queue = True
+    for q in world.queues:
+        if rng.random() < 0.3:
+            q.priority = rng.choice([1, 5, 10])
+    conf = yaml.safe_load(world.config)
+    tier2 = conf["tiers"][-1]["plugins"]
+    names = [p["name"] for p in tier2]
+    if "proportion" not in names or rng.random() >= 0.35:
+        return world
+    hierarchical = len(world.queues) >= 2 and rng.random() < 0.35
+    capacity: dict[str, Any] = {"name": "capacity"}
+    if hierarchical:
+        capacity["enabledHierarchy"] = True
+    tier2[names.index("proportion")] = capacity
+    for q in world.queues:
+        if rng.random() < 0.7:
+            q.deserved = _shares(rng, world.nodes, (0.25, 0.5, 0.75))
+            if rng.random() < 0.3:
+                q.guarantee = _shares(rng, world.nodes, (0.1, 0.2))
+    if hierarchical:
+        parent = QueueSpec("p1", 1, _shares(rng, world.nodes, (0.5, 0.75, 1.0)) if rng.random() < 0.5 else None,
+                           True, deserved=_shares(rng, world.nodes, (0.5, 0.75)))
+        for q in world.queues[: rng.randint(1, len(world.queues))]:
+            q.parent = parent.name
+        world.queues.insert(0, parent)  # created before its children
+    world.config = yaml.safe_dump(conf, sort_keys=False)
+    return world
+
+
+def _generate_v170(seed: int) -> World:
+    """The random world of ``seed`` within v1.7.0's surface."""
     rng = random.Random(seed)
     nodes: list[NodeSpec] = []
     # No two nodes of one size: nodes that differ only in labels or taints score alike while
@@ -721,6 +792,7 @@ class Options:
     quiet: float = 3.0  # nothing changed for this long: settled
     timeout: float = 60.0  # per run
     keep_logs: bool = False
+    volcano: str = V115  # vc-scheduler's version (and its CRDs)
 
 
 class Plane:
@@ -759,7 +831,7 @@ class Plane:
             api.delete(f"{VOLCANO_API}/namespaces/{NS}/podgroups/{pg['metadata']['name']}")
         api.delete("/api/v1/nodes")
         for q in api.items(f"{VOLCANO_API}/queues"):
-            if q["metadata"]["name"] != "default":
+            if q["metadata"]["name"] not in KEPT_QUEUES:
                 api.delete(f"{VOLCANO_API}/queues/{q['metadata']['name']}")
         for pc in api.items("/apis/scheduling.k8s.io/v1/priorityclasses", labelSelector=WORLD_LABEL):
             api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}")
@@ -767,7 +839,7 @@ class Plane:
         while time.monotonic() < deadline:
             if not (api.items(f"/api/v1/namespaces/{NS}/pods") or api.items("/api/v1/nodes")
                     or api.items(f"{VOLCANO_API}/namespaces/{NS}/podgroups")
-                    or len(api.items(f"{VOLCANO_API}/queues")) > 1):
+                    or [q for q in api.items(f"{VOLCANO_API}/queues") if q["metadata"]["name"] not in KEPT_QUEUES]):
                 return
             time.sleep(0.1)
         raise RuntimeError("control plane not empty 30 s after the reset")
@@ -782,7 +854,7 @@ def populate(api: Api, world: World) -> None:
             api.apply(m)
         elif kind == "Queue":
             status = m.pop("status")
-            api.create(m)
+            api.apply(m)  # root stays between worlds
             # The queue controller's write (Open), through the status subresource.
             api.patch(f"{VOLCANO_API}/queues/{m['metadata']['name']}/status", {"status": status})
         elif kind == "Node":
@@ -907,13 +979,17 @@ def read_outcome(api: Api, which: str, settled: bool, seconds: float, sessions: 
 
 def local_run(world: World, *, config: str | None = None, max_sessions: int = 20,
               trace: Callable[[str], None] | None = None, v170: frozenset[str] = frozenset(),
-              fired: Any = None, seed: int | None = None) -> Outcome:
+              fired: Any = None, seed: int | None = None, deliberate: frozenset[str] = frozenset(),
+              seen: Any = None) -> Outcome:
     """``v170``: the parts (allocate, preempt, reclaim, session, binpack) run as Volcano
     v1.7.0's (``differential_v170``); ``fired`` collects the differences that decided
-    something; ``seed``: vc-scheduler's random choices drawn from it."""
+    something; ``seed``: vc-scheduler's random choices drawn from it; ``deliberate``: Volcano's
+    rule where tidesched differs on purpose (``differential_deliberate``), ``seen`` collecting
+    where it decided otherwise."""
+    from differential_deliberate import volcano_rules
     from differential_v170 import emulating
 
-    with emulating(v170, fired, seed):
+    with emulating(v170, fired, seed), volcano_rules(deliberate, seen):
         return _local_run(world, config=config, max_sessions=max_sessions, trace=trace)
 
 
@@ -1059,7 +1135,7 @@ def compare(world: World, vc: Outcome, ts: Outcome) -> list[Diff]:
 
 @dataclass
 class Explanation:
-    keys: list[str]  # differential_v170.DIFFERENCES that acted
+    keys: list[str]  # differential_v170.DIFFERENCES or differential_deliberate.DELIBERATE that acted
     parts: list[str]  # v1.7.0 parts the replay needed
     seed: int | None  # the replay's seed for vc-scheduler's random choices
     examples: dict[str, str]
@@ -1070,6 +1146,7 @@ class Explanation:
         return bool(self.keys) and not self.note
 
     def text(self) -> str:
+        from differential_deliberate import DELIBERATE
         from differential_v170 import DIFFERENCES
 
         if self.note:
@@ -1077,6 +1154,10 @@ class Explanation:
         if self.keys == [RANDOM_CHOICE]:
             return ("Volcano's random choices: tidesched's own rules give vc-scheduler's outcome with equal "
                     f"node scores broken as drawn by seed {self.seed} (tidesched takes the first by name)")
+        if all(k in DELIBERATE for k in self.keys):
+            names = ", ".join(f"{k} ({DELIBERATE[k].reference})" for k in self.keys)
+            chance = "" if self.seed is None else f"; vc-scheduler's random choices as drawn by seed {self.seed}"
+            return f"deliberately not as Volcano: {names}{chance}"
         names = ", ".join(f"{k} (master {DIFFERENCES[k].commit})" for k in self.keys)
         chance = "" if self.seed is None else f"; vc-scheduler's random choices as drawn by seed {self.seed}"
         return f"Volcano v1.7.0 vs master: {names}{chance}"
@@ -1092,9 +1173,10 @@ def _matches(world: World, out: Outcome, samples: list[Outcome]) -> bool:
     return any(s.settled and not compare(world, s, out) for s in samples)
 
 
-def explain(world: World, vc_samples: list[Outcome], ts: Outcome) -> Explanation | None:
+def explain(world: World, vc_samples: list[Outcome], ts: Outcome, version: str = V115) -> Explanation | None:
     """An explanation of why vc-scheduler's outcomes (``vc_samples``: its runs of the world)
-    differ from tidesched's ``ts``, or None when neither the v1.7.0 replay nor a replay of
+    differ from tidesched's ``ts``, or None when neither the v1.7.0 replay (against vc-scheduler
+    v1.7.0 only: against v1.15.1 no difference is explained by version) nor a replay of
     tidesched's rules with Volcano's random tie-breaks reproduces any of them."""
     from differential_v170 import PARTS
 
@@ -1111,6 +1193,11 @@ def explain(world: World, vc_samples: list[Outcome], ts: Outcome) -> Explanation
     actions = {a.strip() for a in conf["actions"].split(",")}
     parts = [p for p in PARTS if p in actions or p in plugins or p == "session"
              or (p == "victims" and actions & {"preempt", "reclaim"})]
+    if version != V170:
+        expl = _explain_by_deliberate(world, vc_samples)
+        if expl is not None and expl.explains:
+            return expl
+        return _explain_by_luck(world, vc_samples)
     expl = _explain_by_v170(world, vc_samples, parts)
     if expl is not None and expl.explains:
         return expl
@@ -1123,6 +1210,21 @@ def _explain_by_luck(world: World, vc_samples: list[Outcome]) -> Explanation | N
     for seed in range(1, EMULATION_SEEDS + 1):
         if _matches(world, local_run(world, seed=seed), vc_samples):
             return Explanation([RANDOM_CHOICE], [], seed, {RANDOM_CHOICE: f"ties drawn by seed {seed}"})
+    return None
+
+
+def _explain_by_deliberate(world: World, vc_samples: list[Outcome]) -> Explanation | None:
+    """tidesched's rules with Volcano's where tidesched differs on purpose (``DELIBERATE``): an
+    explanation when that replay gives one of vc-scheduler's outcomes and Volcano's rule decided
+    otherwise than tidesched's somewhere in it."""
+    from differential_deliberate import DELIBERATE, Seen
+
+    for seed in (None, *range(1, EMULATION_SEEDS + 1)):
+        seen = Seen()
+        if _matches(world, local_run(world, seed=seed, deliberate=frozenset(DELIBERATE), seen=seen), vc_samples):
+            if not seen.seen:
+                return None  # nothing deliberate acted: the random-choice replay says more
+            return Explanation(sorted(seen.seen), [], seed, dict(seen.seen))
     return None
 
 
@@ -1224,7 +1326,7 @@ class Runner:
             # Set aside before the reruns write theirs to the same file.
             self._keep_log(vc, "vc-scheduler-first")
             samples = [vc]
-            expl = explain(world, samples, ts)
+            expl = explain(world, samples, ts, self.opts.volcano)
             for i in range(reruns):
                 if expl is not None and expl.explains:
                     break
@@ -1237,7 +1339,7 @@ class Runner:
                                            "Volcano's random choices (equal node scores, Go map order)")
                     verdict.keys = [RANDOM_CHOICE]
                     break
-                expl = explain(world, samples, ts)
+                expl = explain(world, samples, ts, self.opts.volcano)
             if verdict.status == "match":
                 if expl is not None and expl.explains:
                     verdict.status = "explained"
@@ -1310,12 +1412,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true",
                     help="new control planes for every world (default: the same two, emptied between worlds)")
     ap.add_argument("--show", action="store_true", help="print each world's job table")
+    ap.add_argument("--volcano", choices=(V115, V170), default=V115,
+                    help="vc-scheduler's version (default %(default)s; 1.7.0 explains differences by version)")
     ap.add_argument("--local", action="store_true",
                     help="no control plane: replay the world(s) through tidesched's core in this process, "
                          "printing each session's binds, pipelines and evictions")
     args = ap.parse_args(argv)
     assets, missing = find_assets()
-    volcano, vc_missing = find_volcano(binaries=("vc-scheduler",), version=V170)
+    volcano, vc_missing = find_volcano(binaries=("vc-scheduler",), version=args.volcano)
     if (assets is None or volcano is None) and not args.local:
         print(f"cannot run: {missing or vc_missing}", file=sys.stderr)
         return 2
@@ -1328,11 +1432,11 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [n for n in names if n not in PRESETS]
         if unknown:
             ap.error(f"unknown preset {', '.join(unknown)} (choose from {', '.join(PRESETS)} or all)")
-        worlds, total = (PRESETS[n](args.seed) for n in names), len(names)
+        worlds, total = (_for_version(PRESETS[n](args.seed), args.volcano) for n in names), len(names)
     elif args.only is not None:
-        worlds, total = iter([generate(args.only)]), 1
+        worlds, total = iter([generate(args.only, args.volcano)]), 1
     else:
-        worlds, total = (generate(s) for s in range(args.seed, args.seed + args.worlds)), args.worlds
+        worlds, total = (generate(s, args.volcano) for s in range(args.seed, args.seed + args.worlds)), args.worlds
     if args.local:
         for world in worlds:
             print(f"seed {world.seed} ({world.kind}), tidesched's core in this process:")
@@ -1344,11 +1448,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {j.name:<5} {j.queue:<6} {j.min_member:>9} {len(world.pods_of(j.name)):>4} "
                       f"{r.bound:>6} {r.evicted:>7} {r.phase}")
         return 0
-    opts = Options(period=args.period, quiet=args.quiet)
+    opts = Options(period=args.period, quiet=args.quiet, volcano=args.volcano)
     verdicts = run_worlds(worlds, total, assets, volcano, opts, args.out, fresh=args.fresh,
                           reruns=args.reruns, show=args.show)
     print(report(verdicts, args.out))
     return 1 if any(v.status == "unexplained" for v in verdicts) else 0
+
+
+def _for_version(world: World, version: str) -> World:
+    world.root_queue = version == V115
+    return world
 
 
 def run_worlds(worlds: Iterator[World], total: int, assets: Path, volcano: Path, opts: Options, out: Path, *,

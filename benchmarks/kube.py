@@ -20,19 +20,21 @@ scheduler starts:
   binder with the same ServiceAccount, limiter and watches, but no scheduling decision — every
   pending pod is bound round-robin as soon as it is seen. Its pods/s is the most any scheduler
   built on this plumbing can reach on this control plane and machine.
-* ``vc-scheduler``, Volcano v1.7.0's scheduler, from ``../shared/volcano`` or ``VOLCANO_ASSETS``
-  (skipped, saying so, when it is not there): the same configuration file as tidesched,
-  ``--kube-api-qps``/``--kube-api-burst`` 2000 (its defaults), no leader election, its own
-  ServiceAccount under a ClusterRole of what it reads and writes (``tests/e2e/volcano.py``), so
-  RBAC and API Priority and Fairness treat it as they treat tidesched. It schedules no pod without
+* ``vc-scheduler``, Volcano v1.15.1's scheduler (``--volcano 1.7.0``: v1.7.0's), from
+  ``../shared/volcano-1.15`` or ``VOLCANO_ASSETS`` (skipped, saying so, when it is not there): the
+  same configuration file as tidesched, ``--kube-api-qps``/``--kube-api-burst`` 2000, no leader
+  election, its own ServiceAccount under the ClusterRole Volcano's chart gives it (v1.7.0: a role
+  of what it reads and writes, ``tests/e2e/volcano.py``), so RBAC and API Priority and Fairness
+  treat it as they treat tidesched. It schedules no pod without
   a PodGroup, hence the PodGroup per pod; it runs a session every second whatever changed. Its
   "after sync" is counted from its klog line ``scheduler completes Initialization and start to
   run``, logged once its cache's informers have synced (it logs nothing for the sync itself).
 
 The Volcano scheduler configuration of tidesched and vc-scheduler is ``--scheduler-conf FILE``,
-by default Volcano's ``volcano-scheduler.conf`` beside vc-scheduler (v1.7.0's Helm default:
-Volcano's built-in one plus binpack, gang and drf with ``enablePreemptable: false``); without
-Volcano's build, tidesched's built-in default.
+by default Volcano's ``volcano-scheduler.conf`` beside vc-scheduler (its chart's default;
+``--volcano-config ci``: ``volcano-scheduler-ci.conf``, the one Volcano's own e2e runs install,
+with reclaim, preempt, sla, network-topology-aware and DRA switched on); without Volcano's build,
+tidesched's built-in default.
 
 Bindings are counted from the API server's audit log (a local file: counting costs the API server
 nothing). Printed per run: pods/s from the first bind to the last, the first bind's delay after
@@ -49,6 +51,7 @@ once at ~36 pods/s at 1,000 × 5,000, needs minutes); it prints progress every m
     .venv/bin/python benchmarks/kube.py --peers tidesched,vc-scheduler --sizes 1000x5000 --gang 8
     .venv/bin/python benchmarks/kube.py --only tidesched --sizes 200x1000
     .venv/bin/python benchmarks/kube.py --repeat 3 --gang 8     # 3 interleaved rounds, medians
+    .venv/bin/python benchmarks/kube.py --repeat 3 --gang 8 --volcano-config ci
 
 The table ends with each size's ratios to kube-scheduler (every other run's) and tidesched's to
 vc-scheduler's on the same inputs. This machine's speed drifts within minutes (the same run can
@@ -71,13 +74,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 
 from cluster import SA_NAME, SA_NAMESPACE, TIDESCHED, create_node, ensure_namespace, install_deploy  # noqa: E402
 from controlplane import Api, ControlPlane, find_assets  # noqa: E402
-from volcano import V170, find_volcano, install_volcano_crds, scheduler_identity, start_vc_scheduler  # noqa: E402
+from volcano import (  # noqa: E402
+    V115,
+    V170,
+    chart_scheduler_rules,
+    find_volcano,
+    install_volcano_crds,
+    scheduler_identity,
+    start_vc_scheduler,
+)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PEERS = ("kube-scheduler", "floor", "tidesched", "vc-scheduler")
@@ -134,6 +146,9 @@ def populate(api: Api, nodes: int, pods: int, scheduler: str, group: int, worker
     1: one PodGroup of minMember 1 per pod; N: PodGroups of minMember N (the last one smaller when
     N does not divide the pods). The same objects for every scheduler but ``schedulerName``."""
     ensure_namespace(api, NS)
+    # The default Queue Open, as Volcano's queue controller (not run here) leaves it: vc-scheduler
+    # v1.15 allocates nothing in a queue whose state is not Open.
+    api.request("PATCH", "/apis/scheduling.volcano.sh/v1beta1/queues/default/status", {"status": {"state": "Open"}})
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(lambda i: create_node(api, f"node-{i:05d}", cpu="32", memory="128Gi"), range(nodes)))
         if group:
@@ -226,9 +241,9 @@ class BindCounter:
         return self.count
 
 
-# vc-scheduler v1.7.0 logs this (klog, -v=2) once its cache's informers have synced, just before
+# vc-scheduler (v1.7.0 and v1.15.1) logs this (klog, -v=2) once its cache's informers have synced, just before
 # its first session; it prints no line of its own for the sync itself.
-VC_SYNCED = "scheduler completes Initialization and start to run"
+VC_SYNCED = "cheduler completes Initialization and start to run"  # "scheduler" in v1.7.0, "Scheduler" in v1.15
 
 
 def synced_at(log: Path, started: float | None = None) -> float | None:
@@ -281,6 +296,7 @@ class Setup:
     py_spy: str | None = None
     logs: Path | None = None
     inputs: Path | None = None
+    vc_rules: list[dict[str, Any]] | None = None  # vc-scheduler's ClusterRole (None: v1.7.0's, volcano.py)
 
 
 def run_timeout(nodes: int, pods: int) -> float:
@@ -385,7 +401,7 @@ def run_one(which: str, nodes: int, pods: int, gang: int, setup: Setup) -> Resul
             # Volcano's own CRDs in every run (the same stored objects for every scheduler);
             # vc-scheduler v1.7.0 also watches NUMA topologies, which only Volcano's CRDs define.
             install_volcano_crds(cp.admin, setup.volcano)
-        kubeconfig = scheduler_identity(cp, cp.workdir) if which == "vc-scheduler" else None
+        kubeconfig = scheduler_identity(cp, cp.workdir, rules=setup.vc_rules) if which == "vc-scheduler" else None
         t = time.monotonic()
         populate(cp.admin, nodes, pods, "default-scheduler" if which == "kube-scheduler" else "volcano", gang)
         print(f"  {which}: {nodes} nodes, {pods} pods created in {time.monotonic() - t:.0f}s", flush=True)
@@ -491,9 +507,14 @@ def main() -> int:
     ap.add_argument("--peers", metavar="LIST", help=f"comma-separated subset of {','.join(PEERS)} (default: all)")
     ap.add_argument("--only", metavar="LIST", help="the same as --peers")
     ap.add_argument("--no-floor", action="store_true", help="skip the floor run (benchmarks/floor_binder.py)")
+    ap.add_argument("--volcano", choices=(V115, V170), default=V115,
+                    help="vc-scheduler's version, and its CRDs (default %(default)s)")
+    ap.add_argument("--volcano-config", choices=("default", "ci"), default="default",
+                    help="with no --scheduler-conf: Volcano's chart's default config (volcano-scheduler.conf) "
+                         "or the one its own CI installs (volcano-scheduler-ci.conf)")
     ap.add_argument("--scheduler-conf", type=Path,
                     help="Volcano scheduler configuration for tidesched and vc-scheduler (default: "
-                         "volcano-scheduler.conf of Volcano's build, v1.7.0's Helm default)")
+                         "--volcano-config of Volcano's build)")
     ap.add_argument("--timeout", type=float, default=None,
                     help="seconds per run (default: 600 + 0.1 per pod per 1,000 nodes)")
     ap.add_argument("--stall", type=float, default=300.0,
@@ -514,10 +535,11 @@ def main() -> int:
     if assets is None:
         print(f"cannot run: {missing}", file=sys.stderr)
         return 2
-    volcano, vc_missing = find_volcano(binaries=("vc-scheduler",), version=V170)
+    volcano, vc_missing = find_volcano(binaries=("vc-scheduler",), version=args.volcano)
     conf = args.scheduler_conf
-    if conf is None and volcano is not None and (volcano / "volcano-scheduler.conf").is_file():
-        conf = volcano / "volcano-scheduler.conf"
+    name = "volcano-scheduler.conf" if args.volcano_config == "default" else "volcano-scheduler-ci.conf"
+    if conf is None and volcano is not None and (volcano / name).is_file():
+        conf = volcano / name
     if conf is not None and not conf.is_file():
         print(f"cannot run: no scheduler configuration {conf}", file=sys.stderr)
         return 2
@@ -539,6 +561,7 @@ def main() -> int:
         assets, volcano, conf,
         {"tidesched": args.tidesched_arg, "vc-scheduler": args.vc_scheduler_arg},
         args.timeout, args.stall, args.py_spy, args.logs, args.inputs,
+        chart_scheduler_rules(volcano) if volcano is not None and args.volcano == V115 else None,
     )
     results: list[Result] = []
     failed: list[str] = []

@@ -1,8 +1,10 @@
 """The differential tool's own parts that need no control plane (``benchmarks/differential.py``,
 ``benchmarks/differential_v170.py``): worlds are reproducible and valid, outcomes compare at job
 level, and a recorded vc-scheduler v1.7.0 outcome is explained by the known difference that
-caused it — and by nothing when no v1.7.0 rule could have produced it. The recorded outcomes in
-``tests/data/differential`` are real vc-scheduler runs of those worlds."""
+caused it — and by nothing when no v1.7.0 rule could have produced it; against v1.15.1 no
+difference is explained by version, and a recorded v1.15.1 outcome is explained by the one
+deliberate difference that caused it (``differential_deliberate``). The recorded outcomes in
+``tests/data/differential`` are real vc-scheduler runs of those worlds (``v115-*``: v1.15.1's)."""
 
 from __future__ import annotations
 
@@ -27,10 +29,11 @@ def _recorded(name: str) -> tuple[d.World, d.Outcome]:
     return d.World.from_json(doc["world"]), d.Outcome.from_json(doc["vc_scheduler"])
 
 
+@pytest.mark.parametrize("version", ["1.7.0", "1.15.1"])
 @pytest.mark.parametrize("seed", [1, 7, 42, 1234])
-def test_worlds_are_reproducible_and_valid(seed: int) -> None:
-    w = d.generate(seed)
-    assert w.to_json() == d.generate(seed).to_json()
+def test_worlds_are_reproducible_and_valid(seed: int, version: str) -> None:
+    w = d.generate(seed, version)
+    assert w.to_json() == d.generate(seed, version).to_json()
     assert d.World.from_json(json.loads(json.dumps(w.to_json()))).to_json() == w.to_json()
     names = [p.name for p in w.pods]
     assert len(names) == len(set(names))
@@ -47,7 +50,7 @@ def test_worlds_are_reproducible_and_valid(seed: int) -> None:
     actions = [a.strip() for a in conf["actions"].split(",")]
     assert actions[:2] == ["enqueue", "allocate"] and set(actions) <= set(d.ACTIONS)
     plugins = {p["name"] for t in conf["tiers"] for p in t["plugins"]}
-    assert {"predicates", "nodeorder"} <= plugins <= set(d.PLUGINS)
+    assert {"predicates", "nodeorder"} <= plugins <= set(d.PLUGINS) | ({"capacity"} if version == d.V115 else set())
 
 
 def test_presets_are_valid_worlds() -> None:
@@ -95,7 +98,7 @@ def test_recorded_vc_outcome_is_explained_by_its_difference(name: str, key: str)
     world, vc = _recorded(name)
     ts = d.local_run(world)
     assert d.compare(world, vc, ts), "the recorded run differs from tidesched's"
-    expl = d.explain(world, [vc], ts)
+    expl = d.explain(world, [vc], ts, d.V170)
     assert expl is not None and expl.explains, expl
     assert key in expl.keys
     assert v170.DIFFERENCES[key].commit in expl.text()
@@ -108,7 +111,7 @@ def test_recorded_vc_outcome_is_explained_by_volcanos_random_ties() -> None:
     world, vc = _recorded("seed-1002")
     ts = d.local_run(world)
     assert d.compare(world, vc, ts)
-    expl = d.explain(world, [vc], ts)
+    expl = d.explain(world, [vc], ts, d.V170)
     assert expl is not None and expl.explains and expl.keys == [d.RANDOM_CHOICE], expl
     assert expl.seed is not None and expl.parts == []
     assert d.compare(world, vc, d.local_run(world, seed=expl.seed)) == []
@@ -132,7 +135,7 @@ def test_an_outcome_no_v170_rule_gives_is_not_explained() -> None:
     forged = d.Outcome.from_json(json.loads(json.dumps(vc.to_json())))
     forged.pods[pod.name]["node"] = world.nodes[0].name
     assert d.compare(world, forged, ts)
-    expl = d.explain(world, [forged], ts)
+    expl = d.explain(world, [forged], ts, d.V170)
     assert expl is None or not expl.explains
 
 
@@ -143,3 +146,42 @@ def test_emulation_leaves_tidesched_as_it_was() -> None:
     d.local_run(world, v170=frozenset(v170.PARTS), fired=fired, seed=3)
     assert fired.seen
     assert d.compare(world, before, d.local_run(world)) == []
+
+
+def test_a_v115_world_is_the_v170_world_with_v115_fields_added() -> None:
+    for seed in range(2000, 2040):
+        old, new = d.generate(seed, d.V170), d.generate(seed, d.V115)
+        assert [p.name for p in old.pods] == [p.name for p in new.pods] and old.nodes == new.nodes
+        assert [q.name for q in old.queues] == [q.name for q in new.queues if q.name != "p1"]
+        assert not old.root_queue and new.root_queue
+    worlds = [d.generate(s) for s in range(2000, 2100)]
+    assert any("capacity" in w.config for w in worlds) and any("enabledHierarchy" in w.config for w in worlds)
+    assert any(q.priority for w in worlds for q in w.queues)
+    for w in worlds:
+        leaves = {q.name for q in w.queues} - {q.parent for q in w.queues if q.parent}
+        assert all(j.queue in leaves for j in w.jobs), w.seed  # jobs only in leaf queues
+
+
+def test_recorded_v115_outcome_is_explained_by_the_deliberate_tier_refill() -> None:
+    """Seed 1008 against vc-scheduler v1.15.1: priority named j01's pod, gang j03's; their empty
+    intersection was refilled by conformance (volcano-sh/volcano#5963), so a low-priority job
+    evicted a higher-priority pod and a job at its minAvailable. tidesched keeps it empty, on
+    purpose; the replay with Volcano's rule gives vc-scheduler's outcome, tidesched's own rules
+    with any tie-breaking do not."""
+    world, vc = _recorded("v115-seed-1008")
+    ts = d.local_run(world)
+    assert d.compare(world, vc, ts)
+    assert d._explain_by_luck(world, [vc]) is None
+    expl = d.explain(world, [vc], ts, d.V115)
+    assert expl is not None and expl.explains and expl.keys == ["tier-intersection-refill"], expl
+    assert "deliberately not as Volcano" in expl.text() and "#5963" in expl.text()
+
+
+def test_against_v115_no_difference_is_explained_by_version() -> None:
+    """Seed 100's vc-scheduler v1.7.0 outcome is a v1.7.0 difference (allocate stopping at an
+    unfit task); judged as if vc-scheduler v1.15.1 had given it, nothing explains it."""
+    world, vc = _recorded("seed-100")
+    ts = d.local_run(world)
+    assert d.explain(world, [vc], ts, d.V170).explains
+    expl = d.explain(world, [vc], ts, d.V115)
+    assert expl is None or not expl.explains

@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from cluster import bound, create_node, pods, podgroup_name, volcano_job, wait_until
 from controlplane import ApiError
 from kind import ConfigMapVolume
-from volcano import V115, start_vc_scheduler, version_of
+from volcano import V115, render_chart, start_vc_scheduler, version_of
 
 RELEASE, NAMESPACE = "volcano", "volcano-system"
 CONFIGMAP = f"{RELEASE}-scheduler-configmap"
@@ -35,16 +34,7 @@ PHASES = {"": 0, "Pending": 0, "Inqueue": 1, "Running": 2, "Completed": 3}
 
 
 def _render(chart: Path, *sets: str) -> list[dict[str, Any]]:
-    from webhooks import _helm
-
-    args = ["template", RELEASE, str(chart), "--namespace", NAMESPACE, "--show-only", "templates/scheduler.yaml"]
-    for s in sets:
-        args += ["--set", s]
-    out = _helm().helm(*args)
-    if out.returncode != 0 and "could not find template" in out.stderr:
-        return []  # nothing rendered from the template
-    assert out.returncode == 0, out.stderr
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
+    return render_chart(chart, "templates/scheduler.yaml", *sets, release=RELEASE, namespace=NAMESPACE)
 
 
 def _by_kind(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

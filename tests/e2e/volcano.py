@@ -21,6 +21,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import yaml
@@ -85,6 +86,33 @@ def find_volcano(
     where = " or ".join(str(c) for c in [*candidates, shared])
     return None, (f"no Volcano v{version} {', '.join(wanted)} and crds/ in {where} "
                   "(set VOLCANO_ASSETS to Volcano's build)")
+
+
+def _helm() -> Any:
+    """deploy/render.py's Helm helpers (the pinned Helm build, fetched on first use)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("deploy_render", REPO / "deploy" / "render.py")
+    assert spec and spec.loader
+    render = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(render)
+    render.ensure_helm()
+    return render
+
+
+def render_chart(chart: Path, template: str, *sets: str, release: str = "volcano",
+                 namespace: str = "volcano-system") -> list[dict[str, Any]]:
+    """``helm template`` of one template of Volcano's chart (``--set`` each of ``sets``); [] when
+    the values leave it empty."""
+    args = ["template", release, str(chart), "--namespace", namespace, "--show-only", template]
+    for s in sets:
+        args += ["--set", s]
+    out = _helm().helm(*args)
+    if out.returncode != 0 and "could not find template" in out.stderr:
+        return []
+    if out.returncode != 0:
+        raise RuntimeError(f"helm template {template} of {chart}: {out.stderr}")
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
 
 
 def install_volcano_crds(api: Api, volcano: Path, timeout: float = 30.0, *, replace: bool = True) -> None:
@@ -245,16 +273,24 @@ SCHEDULER_RULES: list[dict[str, list[str]]] = [
 ]
 
 
-def scheduler_identity(cp: ControlPlane, workdir: Path, namespace: str = "volcano-system", name: str = "vc-scheduler") -> Path:
-    """A kubeconfig for vc-scheduler as its own ServiceAccount under a ClusterRole of
-    :data:`SCHEDULER_RULES`: authorized and flow-controlled like any deployed scheduler, not exempt
-    from both as the admin (system:masters) is."""
+def chart_scheduler_rules(volcano: Path) -> list[dict[str, Any]]:
+    """The rules of the ClusterRole Volcano's chart gives vc-scheduler (v1.15.1)."""
+    docs = render_chart(volcano / "chart", "templates/scheduler.yaml")
+    return next(d["rules"] for d in docs if d["kind"] == "ClusterRole")
+
+
+def scheduler_identity(cp: ControlPlane, workdir: Path, namespace: str = "volcano-system", name: str = "vc-scheduler",
+                       rules: list[dict[str, Any]] | None = None) -> Path:
+    """A kubeconfig for vc-scheduler as its own ServiceAccount under a ClusterRole of ``rules``
+    (default :data:`SCHEDULER_RULES`, v1.7.0's; v1.15.1's come from its chart,
+    :func:`chart_scheduler_rules`): authorized and flow-controlled like any deployed scheduler, not
+    exempt from both as the admin (system:masters) is."""
     api = cp.admin
     for obj in (
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-         "rules": SCHEDULER_RULES},
+         "rules": rules if rules is not None else SCHEDULER_RULES},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
          "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]},

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-import yaml
 
-from controlplane import REPO, ApiError, ControlPlane, _Proc, free_port, issue_serving_cert
+from controlplane import ApiError, ControlPlane, _Proc, free_port, issue_serving_cert
+from volcano import render_chart
 
 CI_ADMISSIONS = ("/pods/mutate,/queues/mutate,/podgroups/mutate,/jobs/mutate,/jobs/validate,/jobflows/validate,"
                  "/pods/validate,/queues/validate,/podgroups/validate,/hypernodes/validate,/cronjobs/validate")
@@ -34,27 +34,10 @@ KINDS = {"MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
 REGISTRATION = "/apis/admissionregistration.k8s.io/v1"
 
 
-def _helm() -> Any:
-    """deploy/render.py's Helm (the pinned build, fetched on first use)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("deploy_render", REPO / "deploy" / "render.py")
-    assert spec and spec.loader
-    render = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(render)
-    render.ensure_helm()
-    return render
-
-
 def render_configurations(chart: Path, admissions: str, url: str) -> list[dict[str, Any]]:
     """The chart's webhook configurations for ``admissions``, each pointing at ``url`` + its path."""
-    render = _helm()
-    out = render.helm("template", RELEASE, str(chart), "--namespace", NAMESPACE,
-                      "--show-only", "templates/webhooks.yaml",
-                      "--set", "custom.enabled_admissions=" + admissions.replace(",", "\\,"))
-    if out.returncode != 0:
-        raise RuntimeError(f"helm template of {chart}: {out.stderr}")
-    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    docs = render_chart(chart, "templates/webhooks.yaml",
+                        "custom.enabled_admissions=" + admissions.replace(",", "\\,"), release=RELEASE, namespace=NAMESPACE)
     for doc in docs:
         for hook in doc["webhooks"]:
             service = hook["clientConfig"].pop("service")
