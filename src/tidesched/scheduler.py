@@ -63,6 +63,7 @@ def load_registries() -> None:
         priority,
         proportion,
         random_node,
+        resource_strategy_fit,
         sla,
     )
 
@@ -75,6 +76,8 @@ def load_registries() -> None:
         overcommit.OvercommitPlugin, capacity.CapacityPlugin, capacity_card.CapacityCardPlugin,
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
         deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
+        # Volcano v1.15.1's further plugins
+        resource_strategy_fit.ResourceStrategyFitPlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,
