@@ -64,6 +64,7 @@ def load_registries() -> None:
         proportion,
         random_node,
         resource_strategy_fit,
+        resourcequota,
         sla,
     )
 
@@ -77,7 +78,7 @@ def load_registries() -> None:
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
         deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
         # Volcano v1.15.1's further plugins
-        resource_strategy_fit.ResourceStrategyFitPlugin,
+        resource_strategy_fit.ResourceStrategyFitPlugin, resourcequota.ResourceQuotaPlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,

@@ -31,13 +31,14 @@ from tidesched.cluster.api import ApiException, Kube, json_lines, status_of
 
 log = logging.getLogger("tidesched.cluster.store")
 
-NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB = (
+NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, QUOTA = (
     "Node",
     "Pod",
     "PodGroup",
     "Queue",
     "PriorityClass",
     "PodDisruptionBudget",
+    "ResourceQuota",
 )
 VOLCANO_GROUP, VOLCANO_VERSION = "scheduling.volcano.sh", "v1beta1"
 
@@ -64,6 +65,7 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType(QUEUE, f"{VOLCANO_GROUP}/{VOLCANO_VERSION}", False, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/queues"),
         ResourceType(PRIORITY_CLASS, "scheduling.k8s.io/v1", False, "/apis/scheduling.k8s.io/v1/priorityclasses"),
         ResourceType(PDB, "policy/v1", True, "/apis/policy/v1/poddisruptionbudgets"),
+        ResourceType(QUOTA, "v1", True, "/api/v1/resourcequotas"),  # the resourcequota plugin
     )
 }
 

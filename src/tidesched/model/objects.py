@@ -37,6 +37,7 @@ from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import PODS, Resource
+from tidesched.model.resource_quota import ResourceList, resource_list
 from tidesched.model.status import PodGroupPhase, QueueState, TaskStatus
 from tidesched.model.vgpu import NodeDevices, PodAssignment, VgpuRequest, node_devices, pod_assignment, pod_request
 
@@ -451,6 +452,8 @@ class PodGroup:
     phase: str
     conditions: tuple[Mapping[str, Any], ...]
     preemptable: bool
+    # spec.minResources by name as written (``requests.cpu`` too), for the resourcequota plugin
+    min_resource_list: ResourceList | None = None
 
     @property
     def key(self) -> str:
@@ -487,6 +490,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
         phase=phase,
         conditions=tuple(c for c in _list(status, "conditions", "status.conditions") if isinstance(c, Mapping)),
         preemptable=bool(preempt),
+        min_resource_list=None if min_res is None else resource_list(min_res, "spec.minResources"),
     )
 
 
