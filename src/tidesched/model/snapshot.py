@@ -29,6 +29,7 @@ from tidesched.model.objects import (
     parse_queue,
 )
 from tidesched.model.problems import Event, ObjectError, warning
+from tidesched.model.node_usage import NodeUsage
 from tidesched.model.resource_quota import ResourceQuota, parse_resource_quota
 from tidesched.model.resource import Resource
 from tidesched.model.status import PodGroupPhase, QueueState
@@ -95,6 +96,8 @@ class ClusterSnapshot:
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # policy/v1, for preemption
     resource_quotas: list[ResourceQuota] = field(default_factory=list)  # for the resourcequota plugin
+    # Measured load by node name (a metrics source's, in `tidesched run`): usage, rescheduling
+    node_usage: dict[str, NodeUsage] = field(default_factory=dict)
     problems: list[Event] = field(default_factory=list)  # malformed objects, skipped
     ignored: list[str] = field(default_factory=list)  # sources of objects of unused kinds
 
