@@ -64,6 +64,7 @@ def load_registries() -> None:
         priority,
         proportion,
         random_node,
+        rescheduling,
         resource_strategy_fit,
         resourcequota,
         sla,
@@ -81,6 +82,7 @@ def load_registries() -> None:
         deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
         # Volcano v1.15.1's further plugins
         resource_strategy_fit.ResourceStrategyFitPlugin, resourcequota.ResourceQuotaPlugin, usage.UsagePlugin,
+        rescheduling.ReschedulingPlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,

@@ -401,6 +401,7 @@ class Node:
     unschedulable: bool
     ready: bool
     vgpu: NodeDevices | None = None  # registered vGPU devices that count (model.vgpu)
+    capacity: Resource | None = None  # status.capacity (the rescheduling plugin's percentages)
 
     @property
     def name(self) -> str:
@@ -434,6 +435,7 @@ def parse_node(obj: Mapping[str, Any]) -> Node:
         unschedulable=parse_flag(spec.get("unschedulable"), "spec.unschedulable"),
         ready=ready,
         vgpu=node_devices(meta.annotations, allocatable.scalars),
+        capacity=None if status.get("capacity") is None else _resources(status.get("capacity"), "status.capacity"),
     )
 
 
