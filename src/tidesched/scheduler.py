@@ -59,6 +59,7 @@ def load_registries() -> None:
         network_topology_aware,
         nodegroup,
         nodeorder,
+        numa_aware,
         overcommit,
         predicates,
         priority,
@@ -82,7 +83,7 @@ def load_registries() -> None:
         deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
         # Volcano v1.15.1's further plugins
         resource_strategy_fit.ResourceStrategyFitPlugin, resourcequota.ResourceQuotaPlugin, usage.UsagePlugin,
-        rescheduling.ReschedulingPlugin,
+        rescheduling.ReschedulingPlugin, numa_aware.NumaAwarePlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,

@@ -30,6 +30,7 @@ from tidesched.model.objects import (
 )
 from tidesched.model.problems import Event, ObjectError, warning
 from tidesched.model.node_usage import NodeUsage
+from tidesched.model.numatopology import Numatopology, parse_numatopology
 from tidesched.model.resource_quota import ResourceQuota, parse_resource_quota
 from tidesched.model.resource import Resource
 from tidesched.model.status import PodGroupPhase, QueueState
@@ -44,6 +45,7 @@ _PARSERS = {
     "PriorityClass": parse_priority_class,
     "PodDisruptionBudget": parse_pdb,
     "ResourceQuota": parse_resource_quota,
+    "Numatopology": parse_numatopology,
 }
 PARSERS = _PARSERS  # kind -> parse function (raises ObjectError naming the field)
 # Namespaced kinds: their identity (duplicates) is ``namespace/name``.
@@ -96,6 +98,7 @@ class ClusterSnapshot:
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # policy/v1, for preemption
     resource_quotas: list[ResourceQuota] = field(default_factory=list)  # for the resourcequota plugin
+    numatopologies: list[Numatopology] = field(default_factory=list)  # for the numa-aware plugin
     # Measured load by node name (a metrics source's, in `tidesched run`): usage, rescheduling
     node_usage: dict[str, NodeUsage] = field(default_factory=dict)
     problems: list[Event] = field(default_factory=list)  # malformed objects, skipped
@@ -229,6 +232,8 @@ def build_snapshot(
             snap.pdbs.append(record)  # type: ignore[arg-type]
         elif kind == "ResourceQuota":
             snap.resource_quotas.append(record)  # type: ignore[arg-type]
+        elif kind == "Numatopology":
+            snap.numatopologies.append(record)  # type: ignore[arg-type]
         else:
             snap.priority_classes.append(record)  # type: ignore[arg-type]
 
@@ -256,5 +261,7 @@ def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
         snap.pdbs = [p for p in snap.pdbs if p.key != key]
     elif kind == "ResourceQuota":
         snap.resource_quotas = [q for q in snap.resource_quotas if q.key != key]
+    elif kind == "Numatopology":
+        snap.numatopologies = [t for t in snap.numatopologies if t.key != key]
     else:
         snap.priority_classes = [p for p in snap.priority_classes if p.name != key]

@@ -420,7 +420,7 @@ class Engine:
         """REL-3: a scheduler restarted now — state rebuilt from the objects alone — decides
         exactly what the running one (on its incremental cache) decided."""
         world = self.world
-        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget", "ResourceQuota")
+        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget", "ResourceQuota", "Numatopology")
                    for _key, obj in world.items(kind)]
         try:
             snapshot = build_snapshot(objects, scheduler_names=self.sc.scheduler_names,
