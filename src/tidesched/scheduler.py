@@ -52,6 +52,7 @@ def load_registries() -> None:
         deviceshare,
         dotprod,
         drf,
+        extender,
         fgd,
         gang,
         gpuclustering,
@@ -83,7 +84,7 @@ def load_registries() -> None:
         deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
         # Volcano v1.15.1's further plugins
         resource_strategy_fit.ResourceStrategyFitPlugin, resourcequota.ResourceQuotaPlugin, usage.UsagePlugin,
-        rescheduling.ReschedulingPlugin, numa_aware.NumaAwarePlugin,
+        rescheduling.ReschedulingPlugin, numa_aware.NumaAwarePlugin, extender.ExtenderPlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,
