@@ -67,6 +67,14 @@ def _pool(conf: UsageSourceConf) -> urllib3.PoolManager:
     )
 
 
+def _request(http: urllib3.PoolManager, method: str, url: str, **kw: Any) -> urllib3.BaseHTTPResponse:
+    try:
+        return http.request(method, url, **kw)
+    except urllib3.exceptions.ProtocolError:
+        # A kept-alive connection the server had closed: once more, on a new one.
+        return http.request(method, url, **kw)
+
+
 def _json(resp: urllib3.BaseHTTPResponse, what: str) -> Any:
     if resp.status != 200:
         raise MetricsSourceError(f"{what}: HTTP {resp.status}")
@@ -97,7 +105,7 @@ class PrometheusSource:
 
     def _first_value(self, query: str, at: float) -> float | None:
         try:
-            resp = self.http.request("GET", f"{self.address}/api/v1/query", fields={"query": query, "time": f"{at:.3f}"})
+            resp = _request(self.http, "GET", f"{self.address}/api/v1/query", fields={"query": query, "time": f"{at:.3f}"})
         except urllib3.exceptions.HTTPError as exc:
             raise MetricsSourceError(f"prometheus {self.address}: {exc}") from None
         body = _json(resp, f"prometheus {self.address}")
@@ -150,7 +158,7 @@ class ElasticsearchSource:
         url = f"{self.address}/{quote(self.index, safe='*,-_.')}/_search"
         for node in nodes:
             try:
-                resp = self.http.request("POST", url, body=orjson.dumps(self.query(node)), headers=self.headers)
+                resp = _request(self.http, "POST", url, body=orjson.dumps(self.query(node)), headers=self.headers)
             except urllib3.exceptions.HTTPError as exc:
                 raise MetricsSourceError(f"elasticsearch {self.address}: {exc}") from None
             body = _json(resp, f"elasticsearch {self.address}")

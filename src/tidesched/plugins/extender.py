@@ -148,14 +148,22 @@ class Client:
         self.broken: str | None = None
         self.calls = 0
 
+    def _post(self, url: str, payload: bytes) -> urllib3.BaseHTTPResponse:
+        return self.http.request("POST", url, body=payload, headers={"Content-Type": "application/json"},
+                                 preload_content=False)
+
     def send(self, verb: str, body: Any) -> Any:
         if self.broken is not None:
             raise ExtenderError(f"extender unreachable earlier in this session ({self.broken})")
         url = f"{self.conf.url_prefix}/{verb}"
         self.calls += 1
+        payload = orjson.dumps(body, default=str)
         try:
-            resp = self.http.request("POST", url, body=orjson.dumps(body, default=str),
-                                     headers={"Content-Type": "application/json"}, preload_content=False)
+            try:
+                resp = self._post(url, payload)
+            except urllib3.exceptions.ProtocolError:
+                # A kept-alive connection the server had closed: once more, on a new one.
+                resp = self._post(url, payload)
         except urllib3.exceptions.HTTPError as exc:
             self.broken = f"{verb}: {type(exc).__name__}"
             raise ExtenderError(f"{verb} at {url}: {exc}") from None
