@@ -18,6 +18,7 @@ import yaml
 from builders import node, pod, podgroup, queue
 from cluster_helpers import bound_nodes, fake_api, http_get, make_runner, wait
 from prometheus_client.parser import text_string_to_metric_families
+from vgpu_builders import vgpu_config, vgpu_node, vgpu_pod
 
 from tidesched.cluster.server import Metrics
 from tidesched.cluster.volcano_metrics import BARE_COUNTERS, FAMILIES, VolcanoMetrics
@@ -47,6 +48,11 @@ GO_FACTS: dict[str, tuple[str, tuple[str, ...], tuple[float, float, int] | None]
     "volcano_queue_share": ("gauge", ("queue_name",), None),
     "volcano_queue_weight": ("gauge", ("queue_name",), None),
     "volcano_queue_overused": ("gauge", ("queue_name",), None),
+    # pkg/scheduler/api/devices/nvidia/vgpu/metrics.go
+    **{f"volcano_vgpu_device_{n}": ("gauge", ("devID", "NodeName"), None)
+       for n in ("shared_number", "allocated_memory", "allocated_cores", "memory_limit")},
+    **{f"volcano_vgpu_device_{n}_allocation_for_a_certain_pod": ("gauge", ("devID", "NodeName", "podName"), None)
+       for n in ("memory", "core")},
     **{
         f"volcano_queue_{kind}_{unit}": ("gauge", ("queue_name", "resource") if unit == "scalar_resources" else ("queue_name",), None)
         for kind in ("allocated", "request", "deserved", "capacity", "real_capacity")
@@ -316,3 +322,29 @@ def test_tidesched_run_serves_them_from_its_sessions_and_binds(tmp_path: Path) -
     assert count("volcano_plugin_scheduling_latency_milliseconds", plugin="gang", OnSession="OnSessionOpen") >= 1
     assert 'volcano_queue_allocated_milli_cpu{queue_name="default"} 1000.0' in text
     assert "tidesched_pods_bound_total 1.0" in text  # tidesched's own family beside Volcano's
+
+
+def test_vgpu_devices_as_volcanos_device_cache_shows_them() -> None:
+    objects = [
+        vgpu_node("g1", gpus=2, memory=16384),
+        queue("default", weight=1),
+        _created(podgroup("v", phase="Inqueue"), T0),
+        vgpu_pod("v-0", group="v", memory=4096, cores=30),
+    ]
+    m, decisions = _session(objects, vgpu_config())
+    assert decisions.bound == {"ns/v-0": "g1"}
+    got = _scrape(m)
+
+    def per_device(name: str) -> dict[str, float]:
+        return {s.labels["devID"]: s.value for s in got[name].samples if s.labels["NodeName"] == "g1"}
+
+    assert per_device("volcano_vgpu_device_memory_limit") == {"GPU-g1-0": 16384, "GPU-g1-1": 16384}
+    held = per_device("volcano_vgpu_device_allocated_memory")
+    assert sorted(held.values()) == [0, 4096]  # one device holds the pod, the other nothing
+    (dev,) = [d for d, v in held.items() if v]
+    assert per_device("volcano_vgpu_device_allocated_cores") == {dev: 30, **{d: 0 for d in held if d != dev}}
+    assert per_device("volcano_vgpu_device_shared_number")[dev] == 1
+    pods = got["volcano_vgpu_device_memory_allocation_for_a_certain_pod"].samples
+    assert [(s.labels, s.value) for s in pods] == [({"devID": dev, "NodeName": "g1", "podName": "v-0"}, 4096)]
+    cores = got["volcano_vgpu_device_core_allocation_for_a_certain_pod"].samples
+    assert [s.value for s in cores] == [30]

@@ -95,6 +95,7 @@ class Family:
 
 
 _JOB_LABELS = ("job_name", "queue", "job_namespace")
+_DEVICE_LABELS = ("devID", "NodeName")
 _QUEUE_UNITS = (("milli_cpu", "milli-CPU"), ("memory_bytes", "bytes"), ("scalar_resources", "milli-units"))
 
 
@@ -148,6 +149,16 @@ FAMILIES: tuple[Family, ...] = (
     Family("volcano_queue_share", GAUGE, ("queue_name",), "A queue's share, per its queue plugin."),
     Family("volcano_queue_weight", GAUGE, ("queue_name",), "A queue's weight (proportion)."),
     Family("volcano_queue_overused", GAUGE, ("queue_name",), "1 when the queue is overused, per its queue plugin."),
+    # Volcano's vGPU device cache (pkg/scheduler/api/devices/nvidia/vgpu/metrics.go)
+    Family("volcano_vgpu_device_shared_number", GAUGE, _DEVICE_LABELS, "Pods holding a share of the vGPU device."),
+    Family("volcano_vgpu_device_allocated_memory", GAUGE, _DEVICE_LABELS, "vGPU device memory the pods hold, MiB."),
+    Family("volcano_vgpu_device_allocated_cores", GAUGE, _DEVICE_LABELS,
+           "vGPU device compute the pods hold, percent of the device."),
+    Family("volcano_vgpu_device_memory_limit", GAUGE, _DEVICE_LABELS, "The vGPU device's memory, MiB."),
+    Family("volcano_vgpu_device_memory_allocation_for_a_certain_pod", GAUGE, (*_DEVICE_LABELS, "podName"),
+           "vGPU device memory one pod holds, MiB."),
+    Family("volcano_vgpu_device_core_allocation_for_a_certain_pod", GAUGE, (*_DEVICE_LABELS, "podName"),
+           "vGPU device compute one pod holds, percent of the device."),
 )
 BY_NAME = {f.name: f for f in FAMILIES}
 # Counters Volcano names without the _total suffix (written by render_bare_counters).
@@ -301,6 +312,17 @@ class VolcanoMetrics:
                 self._retries[name] = self._retries.get(name, 0) + 1
         if reading.job_share is not None:
             gauges["volcano_job_share"] = {(ns, n): s for (ns, n), s in reading.job_share.items()}
+        for family, field_name in (("shared_number", "pods"), ("allocated_memory", "memory"),
+                                   ("allocated_cores", "cores"), ("memory_limit", "memory_limit")):
+            gauges[f"volcano_vgpu_device_{family}"] = {
+                (d.uuid, d.node): float(getattr(d, field_name)) for d in reading.devices
+            }
+        gauges["volcano_vgpu_device_memory_allocation_for_a_certain_pod"] = {
+            key: float(mem) for key, (mem, _) in reading.pod_devices.items()
+        }
+        gauges["volcano_vgpu_device_core_allocation_for_a_certain_pod"] = {
+            key: float(cores) for key, (_, cores) in reading.pod_devices.items()
+        }
         self._gauges = gauges
 
     # -- exposition ---------------------------------------------------------------------

@@ -16,6 +16,8 @@ vc-scheduler v1.15.1's ``pkg/scheduler``):
   PodGroup's creation time.
 * tasks dispatched (assumed on a node) with the wall time of each dispatch.
 * preemptions — per preemptor and node, the victims the preempt action evicted.
+* vGPU devices (Volcano's device cache) — per registered device its memory, and what the pods on
+  it now hold (bound, binding or assumed this session; not pipelined), per device and per pod.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tidesched.framework.reasons import PREEMPT, eviction_source
+from tidesched.model.devices import CORE, MEM, NOW, NUM
 from tidesched.model.resource import Dimension, Resource
+from tidesched.model.status import TaskStatus
+from tidesched.model.vgpu import MILLI_PER_PERCENT
 from tidesched.plugins.capacity import CapacityPlugin
 from tidesched.plugins.drf import DrfPlugin
 from tidesched.plugins.gang import GangPlugin
@@ -59,6 +64,18 @@ class Assumed:
     at: float
 
 
+@dataclass(slots=True)
+class DeviceUsage:
+    """One registered vGPU device: its memory (MiB) and what the pods on it hold now."""
+
+    node: str
+    uuid: str
+    memory_limit: int
+    pods: int
+    memory: int  # MiB
+    cores: int  # percent of the device's compute
+
+
 @dataclass
 class SessionReading:
     queue_resources: dict[str, dict[str, Resource]] = field(default_factory=dict)  # kind -> queue -> amount
@@ -76,6 +93,8 @@ class SessionReading:
     preemption_victims: list[int] = field(default_factory=list)  # per preemptor and node, in order
     scheduled: int = 0
     unschedulable: int = 0
+    devices: list[DeviceUsage] = field(default_factory=list)
+    pod_devices: dict[tuple[str, str, str], tuple[int, int]] = field(default_factory=dict)  # (uuid, node, pod) -> MiB, %
 
 
 def read_session(ssn: Session, decisions: Decisions, dispatch_times: list[float]) -> SessionReading:
@@ -95,6 +114,7 @@ def read_session(ssn: Session, decisions: Decisions, dispatch_times: list[float]
         if source is not None and source[0] == PREEMPT:
             victims[source[1:]] = victims.get(source[1:], 0) + 1
     out.preemption_victims = list(victims.values())
+    _read_devices(ssn, out)
     out.scheduled = len(decisions.bound)
     out.unschedulable = sum(1 for e in decisions.events if e.kind == "Pod" and e.reason == "FailedScheduling")
     return out
@@ -158,6 +178,27 @@ def _read_jobs(ssn: Session, out: SessionReading) -> None:
     drf = ssn.plugins.get(DrfPlugin.name)
     if isinstance(drf, DrfPlugin):
         out.job_share = {(job.namespace, job.name): drf.job_share(job.uid) for job in ssn.jobs.values()}
+
+
+def _read_devices(ssn: Session, out: SessionReading) -> None:
+    table = ssn.table.devices
+    if table is None:
+        return
+    now = table.state(NOW)
+    for i in map(int, table.count.nonzero()[0]):
+        node = table.names[i]
+        for j, uuid in enumerate(table.uuids[i]):
+            out.devices.append(DeviceUsage(node, uuid, int(table.memory[i, j]), int(now[NUM, i, j]),
+                                           int(now[MEM, i, j]), int(now[CORE, i, j]) // MILLI_PER_PERCENT))
+        slots = table.slot_of[i]
+        for task in ssn.table.tasks[i].values():
+            if task.devices is None or task.status == TaskStatus.PIPELINED:
+                continue  # a pipelined task holds its devices only once the victims are gone
+            for use in task.devices.uses():
+                if use.uuid in slots:
+                    key = (use.uuid, node, task.name)
+                    mem, cores = out.pod_devices.get(key, (0, 0))
+                    out.pod_devices[key] = (mem + use.memory, cores + use.cores)
 
 
 def _left_unschedulable(conditions: list[dict[str, object]], session_uid: str) -> bool:
