@@ -361,3 +361,21 @@ def test_pod_annotation_weights_are_json_ints() -> None:
     # {"cpu": 2.0} is not a Go map[ResourceName]int: Volcano cannot read it and scores 0.
     ann = {SCORING_TYPE_ANNOTATION: LEAST, SCORING_WEIGHT_ANNOTATION: json.dumps({"cpu": 2.0})}
     assert _one_node_score("100m", "100", "500m", "500", LEAST11, annotations=ann) == 0
+
+
+@pytest.mark.parametrize("case, arguments, want", SRA_CASES + [
+    ("fit only", {"resources": {T4: {"type": "MostAllocated", "weight": 3}, "cpu": {"type": "LeastAllocated", "weight": 1}}}, None),
+    ("pod strategy", {}, None),
+], ids=[c[0] for c in SRA_CASES] + ["fit only", "pod strategy"])
+def test_few_rows_in_plain_floats_equal_the_array_path(case: str, arguments: dict, want: Any) -> None:
+    """A placement rescored only its rows, in plain floats: the same values as the array path."""
+    from tidesched.plugins.resource_strategy_fit import _requested, pod_strategy
+
+    objs = _sra_objects()
+    objs[-1]["metadata"]["annotations"].update({SCORING_TYPE_ANNOTATION: MOST, SCORING_WEIGHT_ANNOTATION: '{"cpu": 1}'})
+    ssn = _session(objs, arguments)
+    plugin = ssn.plugins["resource-strategy-fit"]
+    rows = np.arange(len(ssn.table))
+    for t in ssn.tasks.values():
+        _key, compute = plugin._plan(ssn.table, tuple(_requested(t)), pod_strategy(t.pod.meta.annotations))
+        assert np.allclose(compute(rows), compute(None)), t.name

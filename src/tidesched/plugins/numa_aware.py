@@ -109,9 +109,9 @@ class NumaAwarePlugin(Plugin):
         return got == GUARANTEED
 
     def _passes_everywhere(self, task: "TaskInfo") -> bool:
-        if not self._guaranteed(task):
-            return True
-        return task_policy(task) in ("", NONE) and not self.checked_rows
+        if task_policy(task) in ("", NONE) and not self.checked_rows:
+            return True  # nothing to check, whatever its QoS (most pods: no QoS worked out)
+        return not self._guaranteed(task)
 
     def _predicate_key(self, task: "TaskInfo") -> object:
         # Row-local only where the answer is "every node": the checks record CPU assignments.
