@@ -39,7 +39,7 @@ def load_registries() -> None:
     global _loaded
     if _loaded:
         return
-    from tidesched.actions import allocate, backfill, enqueue, preempt
+    from tidesched.actions import allocate, backfill, enqueue, preempt, shuffle
     from tidesched.actions.reclaim import action as reclaim
     from tidesched.plugins import (
         bestfit,
@@ -68,6 +68,7 @@ def load_registries() -> None:
 
     ACTIONS.update({"enqueue": enqueue.execute, "allocate": allocate.execute, "backfill": backfill.execute,
                     "preempt": preempt.execute, "reclaim": reclaim.execute})
+    ACTIONS.update({"shuffle": shuffle.execute})
     ARGUMENT_CHECKS.update({"preempt": preempt.PreemptOptions.from_arguments, "reclaim": reclaim.gang_safe})
     for cls in (
         priority.PriorityPlugin, gang.GangPlugin, conformance.ConformancePlugin, predicates.PredicatesPlugin,

@@ -15,15 +15,25 @@ from tidesched.model import devices
 from tidesched.model.claims import PodClaim
 from tidesched.model.vgpu import format_percent
 
-# The actions that evict, by their config names.
+# The actions that evict, by their config names (gangpreempt's and gangreclaim's reasons name
+# them, so the simulator counts them with preempt's and reclaim's).
 PREEMPT = "preempt"
 RECLAIM = "reclaim"
+GANG_PREEMPT = "gangpreempt"
+GANG_RECLAIM = "gangreclaim"
+SHUFFLE = "shuffle"
 
 
 def eviction_reason(action: str, preemptor: str, node: str) -> str:
     """The reason recorded for a pod evicted by ``action`` to make room for the pod
     ``preemptor`` (its key) on ``node``; it starts with the action's name."""
     return f"{action}: evicted to make room for {preemptor} on node {node}"
+
+
+def shuffle_reason(plugins: str) -> str:
+    """The reason recorded for a pod the shuffle action evicts: ``plugins`` names the
+    plugins whose VictimTasks fns chose it."""
+    return f"{SHUFFLE}: evicted as chosen by {plugins}"
 
 
 def evicted_by(reason: str, action: str) -> bool:
