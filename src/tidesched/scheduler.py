@@ -59,6 +59,7 @@ def load_registries() -> None:
         nodegroup,
         nodeorder,
         overcommit,
+        pdb,
         predicates,
         priority,
         proportion,
@@ -76,6 +77,7 @@ def load_registries() -> None:
         overcommit.OvercommitPlugin, capacity.CapacityPlugin, capacity_card.CapacityCardPlugin,
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
         deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
+        pdb.PdbPlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,
