@@ -47,6 +47,7 @@ def load_registries() -> None:
         capacity,
         capacity_card,
         cardprotect,
+        cdp,
         conformance,
         deviceshare,
         dotprod,
@@ -77,7 +78,7 @@ def load_registries() -> None:
         overcommit.OvercommitPlugin, capacity.CapacityPlugin, capacity_card.CapacityCardPlugin,
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
         deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
-        pdb.PdbPlugin,
+        pdb.PdbPlugin, cdp.CdpPlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,
