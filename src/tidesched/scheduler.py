@@ -66,6 +66,7 @@ def load_registries() -> None:
         proportion,
         random_node,
         sla,
+        task_topology,
         tdm,
     )
 
@@ -79,7 +80,7 @@ def load_registries() -> None:
         overcommit.OvercommitPlugin, capacity.CapacityPlugin, capacity_card.CapacityCardPlugin,
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
         deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
-        pdb.PdbPlugin, cdp.CdpPlugin, tdm.TdmPlugin,
+        pdb.PdbPlugin, cdp.CdpPlugin, tdm.TdmPlugin, task_topology.TaskTopologyPlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,

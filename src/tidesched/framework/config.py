@@ -292,7 +292,7 @@ def _parse_switch(reader: Reader, key: str, node: Node, path: str) -> bool | Non
 # such when a config enables one, rather than as a typo.
 VOLCANO_PLUGINS_NOT_IMPLEMENTED = frozenset({
     "extender", "numa-aware", "rescheduling",
-    "resource-strategy-fit", "resourcequota", "task-topology", "usage",
+    "resource-strategy-fit", "resourcequota", "usage",
 })
 PLUGINS_DOC = 'docs/operations.md, "Replacing vc-scheduler in a Volcano install"'
 
