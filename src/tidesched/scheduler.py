@@ -39,7 +39,8 @@ def load_registries() -> None:
     global _loaded
     if _loaded:
         return
-    from tidesched.actions import allocate, backfill, enqueue, preempt, shuffle
+    from tidesched.actions import allocate, backfill, enqueue, gangpreempt, gangreclaim, preempt, shuffle
+    from tidesched.actions.gang_evict import GangEvictOptions
     from tidesched.actions.reclaim import action as reclaim
     from tidesched.plugins import (
         bestfit,
@@ -72,7 +73,10 @@ def load_registries() -> None:
 
     ACTIONS.update({"enqueue": enqueue.execute, "allocate": allocate.execute, "backfill": backfill.execute,
                     "preempt": preempt.execute, "reclaim": reclaim.execute})
-    ACTIONS.update({"shuffle": shuffle.execute})
+    ACTIONS.update({"shuffle": shuffle.execute, "gangpreempt": gangpreempt.execute,
+                    "gangreclaim": gangreclaim.execute})
+    ARGUMENT_CHECKS.update({"gangpreempt": GangEvictOptions.from_arguments,
+                            "gangreclaim": GangEvictOptions.from_arguments})
     ARGUMENT_CHECKS.update({"preempt": preempt.PreemptOptions.from_arguments, "reclaim": reclaim.gang_safe})
     for cls in (
         priority.PriorityPlugin, gang.GangPlugin, conformance.ConformancePlugin, predicates.PredicatesPlugin,
@@ -142,9 +146,10 @@ def validate_arguments(config: SchedulerConfig) -> SchedulerConfig:
         if check is not None:
             args = config.action_arguments(name)
             try:
-                check(args)
+                checked = check(args)
             except Exception as exc:  # noqa: BLE001
                 raise args.locate(exc) from None
+            config.warnings.extend(getattr(checked, "warnings", ()))
     return config
 
 

@@ -30,6 +30,12 @@ def eviction_reason(action: str, preemptor: str, node: str) -> str:
     return f"{action}: evicted to make room for {preemptor} on node {node}"
 
 
+def gang_eviction_reason(action: str, job: str) -> str:
+    """The reason recorded for a pod gangpreempt or gangreclaim (``action``) evicts to make room
+    for the job ``job`` (its key)."""
+    return f"{action}: evicted to make room for job {job}"
+
+
 def shuffle_reason(plugins: str) -> str:
     """The reason recorded for a pod the shuffle action evicts: ``plugins`` names the
     plugins whose VictimTasks fns chose it."""
