@@ -37,7 +37,7 @@ from tidesched.actions.bundles import WHOLE, Bundle, flatten, keep_allowed, requ
 from tidesched.actions.victims import candidate_nodes
 from tidesched.framework.placement import best_node
 from tidesched.framework.plugin import EvictionContext
-from tidesched.framework.queues import PriorityQueue
+from tidesched.actions.starving import starving_turns
 from tidesched.framework.reasons import gang_eviction_reason
 from tidesched.framework.statement import Statement
 from tidesched.model.resource import MIN_RESOURCE
@@ -199,23 +199,8 @@ def execute_gang_eviction(ssn: "Session", action: str, select: Select, skip_over
                           gate: Gate | None = None) -> None:
     """The action's loop over queues and starving jobs (see the module rules)."""
     opts = GangEvictOptions.from_arguments(ssn.config.action_arguments(action))
-    queues = PriorityQueue(ssn.queue_order_less)
-    seen: set[str] = set()
-    starving: dict[str, PriorityQueue] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending():
-            continue
-        vr = ssn.job_valid(job)
-        if vr is not None and not vr.passed:
-            continue
-        queue = ssn.queues.get(job.queue)
-        if queue is None:
-            continue
-        if queue.uid not in seen:
-            seen.add(queue.uid)
-            queues.push(queue)
-        if ssn.job_starving(job):
-            starving.setdefault(queue.uid, PriorityQueue(ssn.job_order_less)).push(job)
+    turns = starving_turns(ssn)
+    queues, starving = turns.queues, turns.starving
     while not queues.empty():
         queue = queues.pop()
         if skip_overused and ssn.overused(queue):
