@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
-from builders import node, pod, podgroup, queue
+from builders import decide, node, pod, podgroup, queue
 from tidesched.actions.gang_evict import GangEvictOptions
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.plugin import GANG_PREEMPT, EvictionContext, Plugin
-from tidesched.model.loader import Manifest
 from tidesched.model.snapshot import build_snapshot
-from tidesched.scheduler import PLUGINS, config_from_text, open_session, schedule_manifests
+from tidesched.scheduler import PLUGINS, config_from_text, open_session
 
 
 def _config(action: str, args: str = "", plugins: str = "  - {name: priority}\n  - {name: gang}\n") -> str:
@@ -92,9 +91,7 @@ def test_unified_evictable_intersects_a_tier_and_the_first_tier_with_victims_dec
 
 
 def _run(objs: list[dict[str, Any]], config: str) -> dict[str, Any]:
-    manifests = [Manifest(f"objects[{i}]", o) for i, o in enumerate(objs)]
-    _ssn, decisions = schedule_manifests(manifests, config_from_text(config))
-    return decisions.to_json()
+    return decide(objs, config).to_json()
 
 
 def test_gangpreempt_takes_nothing_without_a_unified_evictable_plugin() -> None:

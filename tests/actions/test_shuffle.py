@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from builders import node, pod, podgroup, queue
+from builders import decide, node, pod, podgroup, queue
 from tidesched.framework.plugin import Plugin
-from tidesched.model.loader import Manifest
-from tidesched.scheduler import PLUGINS, config_from_text, schedule_manifests
+from tidesched.scheduler import PLUGINS
 
 
 class _ChooseByPriority(Plugin):
@@ -41,9 +40,7 @@ PLUGINS.setdefault(_ChooseByPriorityToo.name, _ChooseByPriorityToo)
 
 
 def _run(objs: list[dict[str, Any]], config: str) -> dict[str, Any]:
-    manifests = [Manifest(f"objects[{i}]", o) for i, o in enumerate(objs)]
-    _ssn, decisions = schedule_manifests(manifests, config_from_text(config))
-    return decisions.to_json()
+    return decide(objs, config).to_json()
 
 
 def _cluster() -> list[dict[str, Any]]:

@@ -5,21 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from builders import node, pod, podgroup, queue
-from tidesched.model.loader import Manifest
+from builders import decide, filter_config, node, pod, podgroup, queue
 from tidesched.model.objects import parse_pod, parse_time
-from tidesched.scheduler import config_from_text, schedule_manifests
 from tidesched.sim.clock import Clock
 from tidesched.sim.world import World
 
-CONFIG = """
-actions: "preempt"
-tiers:
-- plugins:
-  - {name: priority, enablePreemptable: false}
-  - {name: gang, enablePreemptable: false}
-  - {name: cdp}
-"""
+CONFIG = filter_config("cdp")
 SCHEDULED = "2024-01-01T00:00:00Z"
 
 
@@ -35,9 +26,7 @@ def _cluster(labels: dict[str, str] | None = None, annotations: dict[str, str] |
 
 
 def _run(objs: list[dict[str, Any]], now: str):
-    manifests = [Manifest(f"objects[{i}]", o) for i, o in enumerate(objs)]
-    _ssn, decisions = schedule_manifests(manifests, config_from_text(CONFIG), now=parse_time(now, "now"))
-    return decisions
+    return decide(objs, CONFIG, now=parse_time(now, "now"))
 
 
 def test_protection_runs_out_with_the_session_clock_and_asks_for_a_session_then() -> None:

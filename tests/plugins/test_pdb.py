@@ -4,24 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from builders import node, pod, podgroup, queue
-from tidesched.model.loader import Manifest
-from tidesched.scheduler import config_from_text, schedule_manifests
+from builders import decide, filter_config, node, pod, podgroup, queue
+from tidesched.scheduler import config_from_text
 
-CONFIG = """
-actions: "preempt"
-tiers:
-- plugins:
-  - {name: priority, enablePreemptable: false}
-  - {name: gang, enablePreemptable: false}
-  - {name: pdb}
-"""
+CONFIG = filter_config("pdb")
 
 
 def _run(objs: list[dict[str, Any]]) -> dict[str, Any]:
-    manifests = [Manifest(f"objects[{i}]", o) for i, o in enumerate(objs)]
-    _ssn, decisions = schedule_manifests(manifests, config_from_text(CONFIG))
-    return decisions.to_json()
+    return decide(objs, CONFIG).to_json()
 
 
 def _budget(allowed: int) -> dict[str, Any]:

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
-from builders import node, pod, podgroup, queue
+from builders import decide, node, pod, podgroup, queue
 from tidesched.framework.arguments import ConfigError
-from tidesched.model.loader import Manifest
 from tidesched.model.objects import parse_time
 from tidesched.model.snapshot import build_snapshot
 from tidesched.plugins.tdm import parse_window, window_bounds
-from tidesched.scheduler import config_from_text, run_session, schedule_manifests
+from tidesched.scheduler import config_from_text, run_session
 
 A_DAY = parse_time("2024-01-10T12:07:30Z", "t")
 
@@ -112,9 +111,7 @@ def _preempt(preemptor_annotations: dict[str, str] | None = None, budget: dict[s
     objs += [pod(f"r{i}", "victims", node="r1", phase="Running") for i in range(2)]
     # A pod is preemptable unless it says otherwise; tdm lets only non-preemptable ones preempt.
     objs.append(pod("p-0", "p", cpu="2", annotations=preemptor_annotations or {"volcano.sh/preemptable": "false"}))
-    manifests = [Manifest(f"objects[{i}]", o) for i, o in enumerate(objs)]
-    _ssn, decisions = schedule_manifests(manifests, config_from_text(PREEMPT), now=A_DAY)
-    return decisions.to_json()
+    return decide(objs, PREEMPT, now=A_DAY).to_json()
 
 
 def test_preemptable_takes_victims_off_revocable_nodes_within_the_job_budget() -> None:
