@@ -86,7 +86,8 @@ def job_bundles(job: "JobInfo", local: list["TaskInfo"], width: int) -> list[Bun
     if safe:
         out.append(Bundle(SAFE, job, safe, request_sum(safe, width)))
     if whole:
-        out.append(Bundle(WHOLE, job, whole, request_sum(whole, width), request_sum(job.tasks.values(), width)))
+        job_total = request_sum(job.tasks.values(), width)
+        out.append(Bundle(WHOLE, job, whole, request_sum(whole, width), job_total))
     return out
 
 

@@ -171,7 +171,8 @@ def evict_for_job(ssn: "Session", stmt: Statement, queue: "QueueInfo", job: "Job
     return False
 
 
-def candidates_in(ssn: "Session", rows: np.ndarray, accept: Callable[["TaskInfo"], bool]) -> dict[str, list["TaskInfo"]]:
+def candidates_in(ssn: "Session", rows: np.ndarray,
+                  accept: Callable[["TaskInfo"], bool]) -> dict[str, list["TaskInfo"]]:
     """The pods on the domain's nodes that ``accept`` takes, per job, in key order."""
     by_job: dict[str, list["TaskInfo"]] = {}
     for row in np.flatnonzero(rows):
@@ -181,8 +182,8 @@ def candidates_in(ssn: "Session", rows: np.ndarray, accept: Callable[["TaskInfo"
     return by_job
 
 
-def allowed(ssn: "Session", ctx: EvictionContext, bundles: list[Bundle], order: Callable[[list[Bundle]], list[Bundle]],
-            opts: GangEvictOptions) -> list[Bundle]:
+def allowed(ssn: "Session", ctx: EvictionContext, bundles: list[Bundle],
+            order: Callable[[list[Bundle]], list[Bundle]], opts: GangEvictOptions) -> list[Bundle]:
     """The bundles, in the action's ``order``, as the plugins' UnifiedEvictable fns allow them
     (a whole bundle all or nothing), without whole bundles unless ``allowWholeBundle``."""
     if not bundles:

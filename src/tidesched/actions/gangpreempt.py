@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from tidesched.model.infos import JobInfo, TaskInfo
 
 
-def select(ssn: "Session", job: "JobInfo", need: np.ndarray, rows: np.ndarray, opts: GangEvictOptions) -> list[Bundle]:
+def select(ssn: "Session", job: "JobInfo", need: np.ndarray, rows: np.ndarray,
+           opts: GangEvictOptions) -> list[Bundle]:
     def accept(task: "TaskInfo") -> bool:
         if task.status not in PREEMPTABLE_STATUSES or not task.preemptable or task.job == job.uid:
             return False

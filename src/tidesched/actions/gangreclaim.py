@@ -62,7 +62,8 @@ def preemptive(ssn: "Session", queue: "QueueInfo", tasks: list[TaskInfo]) -> boo
     return ssn.preemptive(queue, tasks[0] if len(tasks) == 1 else as_one_request(tasks))
 
 
-def select(ssn: "Session", job: "JobInfo", need: np.ndarray, rows: np.ndarray, opts: GangEvictOptions) -> list[Bundle]:
+def select(ssn: "Session", job: "JobInfo", need: np.ndarray, rows: np.ndarray,
+           opts: GangEvictOptions) -> list[Bundle]:
     by_job: dict[str, list[TaskInfo]] = {}
     for row in np.flatnonzero(rows):
         for task in reclaimees(ssn, job, int(row)):

@@ -11,7 +11,8 @@ Rules (Volcano ``shuffle.go``, restated):
   allocate action of a later session places what its owner recreates).
 
 A chosen task already on its way out (Releasing), on no node, or of no job of the session (a
-pod another scheduler placed; Volcano's Evict refuses it too) is left alone. The reason recorded names the plugins that chose the pod.
+pod another scheduler placed; Volcano's Evict refuses it too) is left alone. The reason
+recorded names the plugins that chose the pod.
 """
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ def scheduled_time(status: Mapping[str, Any]) -> float:
     Volcano's cdp looks it up), 0 when there is none; a malformed time is an ObjectError naming
     the condition's field."""
     for i, cond in enumerate(list_of(status, "conditions", "status.conditions")):
-        if not isinstance(cond, Mapping) or cond.get("type") != "PodScheduled" or cond.get("status") != "True":
+        if not isinstance(cond, Mapping) or cond.get("type") != "PodScheduled":
+            continue
+        if cond.get("status") != "True":
             continue
         return parse_time(cond.get("lastTransitionTime"), f"status.conditions[{i}].lastTransitionTime")
     return 0.0

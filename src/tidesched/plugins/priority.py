@@ -53,7 +53,8 @@ class PriorityPlugin(Plugin):
         def unified_evictable(ctx: "EvictionContext", candidates: list["TaskInfo"]) -> tuple[list["TaskInfo"], int]:
             if ctx.kind == GANG_RECLAIM:
                 return candidates, PERMIT  # reclaim is about queue shares, not priorities
-            return [t for t in candidates if t.job in ssn.jobs and ssn.jobs[t.job].priority < ctx.job.priority], PERMIT
+            lower = [t for t in candidates if t.job in ssn.jobs and ssn.jobs[t.job].priority < ctx.job.priority]
+            return lower, PERMIT
 
         ssn.add_fn("unified_evictable", self.name, unified_evictable)
 

@@ -101,7 +101,7 @@ class TaskTopologyPlugin(Plugin):
                     if anti < 0:
                         base[k] += anti
             base += len(bucket.tasks)
-            others = [t for uid, t in sorted(bucket.tasks.items(), key=lambda kv: kv[1].key) if uid != task.uid]
+            others = sorted((t for uid, t in bucket.tasks.items() if uid != task.uid), key=lambda t: t.key)
             # remains[j]: the bucket's request with the first j other pods taken out.
             steps = [np.zeros(width)] + [manager.vec(t) for t in others]
             remains = bucket.request - np.cumsum(np.array(steps), axis=0)

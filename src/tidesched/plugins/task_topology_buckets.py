@@ -184,7 +184,8 @@ class JobManager:
             return total
         for other, count in names.items():
             same = other == name
-            if not only_anti and (name in self.self_affinity if same else other in self.inter_affinity.get(name, ())):
+            affine = name in self.self_affinity if same else other in self.inter_affinity.get(name, ())
+            if not only_anti and affine:
                 total += count
             if name in self.self_anti if same else other in self.inter_anti.get(name, ()):
                 total -= count

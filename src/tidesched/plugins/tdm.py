@@ -100,7 +100,7 @@ def parse_window(raw: str) -> tuple[tuple[int, int], tuple[int, int]]:
     for part in parts:
         m = _CLOCK.fullmatch(part)
         if m is None or int(m.group(1)) > 23 or int(m.group(2)) > 59:
-            raise ValueError(f"revocable zone {raw} format error: {part!r} is not a time of day such as 9:00 or 21:30")
+            raise ValueError(f"revocable zone {raw} format error: {part!r} is no time of day such as 9:00")
         out.append((int(m.group(1)), int(m.group(2))))
     return out[0], out[1]
 
@@ -205,7 +205,8 @@ class TdmPlugin(Plugin):
             try:
                 self.evict_period = parse_go_duration(raw_period, EVICT_PERIOD)
             except ObjectError:
-                raise arguments.bad_value(EVICT_PERIOD, "a Go duration such as 30s or 1m", raw_period) from None
+                expected = "a Go duration such as 30s or 1m"
+                raise arguments.bad_value(EVICT_PERIOD, expected, raw_period) from None
 
     def on_session_open(self, ssn: "Session") -> None:
         table = ssn.table
@@ -242,7 +243,9 @@ class TdmPlugin(Plugin):
             return PredicateResult(pass_rows(task, None), failures)
 
         def score_rows(task: "TaskInfo", rows: np.ndarray | None) -> np.ndarray:
-            scores = np.where(open_rows, MAX_NODE_SCORE, 0.0) if may_use_revocable(task) else np.zeros(len(table))
+            if not may_use_revocable(task):
+                return np.zeros(len(table) if rows is None else len(rows))
+            scores = np.where(open_rows, MAX_NODE_SCORE, 0.0)
             return scores if rows is None else scores[rows]
 
         # Row values depend on the node's zone label and which zones are open now.

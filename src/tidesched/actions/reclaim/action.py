@@ -74,7 +74,8 @@ def execute(ssn: "Session") -> None:
         gang = GangSafeReclaim(ssn, every_reclaim_by_dec8=victim_order(arguments, plugins) == TIDAL_ORDER)
     turns = starving_turns(ssn)
     queues, reclaimer_jobs = turns.queues, turns.starving
-    reclaimer_tasks = {job.uid: ssn.sort_tasks(job.tasks_with_status(TaskStatus.PENDING)) for job in turns.jobs}
+    reclaimer_tasks = {job.uid: ssn.sort_tasks(job.tasks_with_status(TaskStatus.PENDING))
+                       for job in turns.jobs}
 
     while not queues.empty():
         queue = queues.pop()
