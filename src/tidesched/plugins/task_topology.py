@@ -92,15 +92,20 @@ class TaskTopologyPlugin(Plugin):
             room = (table.idle[idx] + table.releasing[idx])[:, :width]
             assert task.req_vec is not None
             fits = ~np.any(room < task.req_vec[:width], axis=1)  # not LessPartly
-            base = np.array([bucket.node.get(table.names[i], 0) for i in idx], dtype=float)
+            # Per node over the table, then the candidates' rows: only the few nodes holding the
+            # bucket's or this session's pods are visited, not every candidate.
+            per_node = np.zeros(len(table))
+            for node_name, count in bucket.node.items():
+                row = table.index.get(node_name)
+                if row is not None:
+                    per_node[row] += count
             name = task_name(task)
-            for k, row in enumerate(idx):
-                placed = manager.node_names.get(table.names[row])
-                if placed:
-                    anti = manager.set_affinity(name, placed, True)
-                    if anti < 0:
-                        base[k] += anti
-            base += len(bucket.tasks)
+            for node_name, placed in manager.node_names.items():
+                row = table.index.get(node_name)
+                anti = manager.set_affinity(name, placed, True)
+                if row is not None and anti < 0:
+                    per_node[row] += anti
+            base = per_node[idx] + len(bucket.tasks)
             others = sorted((t for uid, t in bucket.tasks.items() if uid != task.uid), key=lambda t: t.key)
             # remains[j]: the bucket's request with the first j other pods taken out.
             steps = [np.zeros(width)] + [manager.vec(t) for t in others]

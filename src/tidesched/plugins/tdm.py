@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, TaskInfo
+    from tidesched.model.node_table import NodeTable
 
 ZONE_PREFIX = "tdm.revocable-zone."
 EVICT_PERIOD = "tdm.evict.period"
@@ -211,8 +212,8 @@ class TdmPlugin(Plugin):
     def on_session_open(self, ssn: "Session") -> None:
         table = ssn.table
         zones = Zones.at(self.windows, ssn.now)
-        node_zone = [node.meta.labels.get(REVOCABLE_ZONE, "") for node in table.nodes]
-        revocable = np.array([bool(z) for z in node_zone], dtype=bool)
+        # The nodes' zones depend on the node set alone: read once per node set, not per session.
+        node_zone, revocable = table.memo(("tdm", "zones"), lambda: _node_zones(table))
         if revocable.any() and zones.next_change is not None:
             ssn.wake(zones.next_change)
         # Per node: closed (why), open, or in no zone.
@@ -311,6 +312,11 @@ class TdmPlugin(Plugin):
         ssn.add_fn("job_pipelined", self.name, lambda job: PERMIT if job.is_pipelined() else REJECT)
         ssn.add_fn("job_starving", self.name,
                    lambda job: not job.preemptable and job.status_count[TaskStatus.PENDING] > 0)
+
+
+def _node_zones(table: "NodeTable") -> tuple[list[str], np.ndarray]:
+    zones = [node.meta.labels.get(REVOCABLE_ZONE, "") for node in table.nodes]
+    return zones, np.array([bool(z) for z in zones], dtype=bool)
 
 
 def _remember_eviction(config: Any, now: float) -> None:
