@@ -56,7 +56,7 @@ def test_resourcequota_keeps_a_podgroup_out_of_the_queue(e2e) -> None:
 # -- every plugin of this part of issue 32 in one config ------------------------------------------
 
 ALL_PLUGINS = """
-actions: "enqueue, allocate, backfill"
+actions: "enqueue, allocate, backfill, shuffle"
 tiers:
 - plugins:
   - name: priority
@@ -151,7 +151,7 @@ def test_a_config_naming_every_v115_plugin_runs(e2e) -> None:
         for name in (loaded, numa, refused):
             create_node(api, name, cpu="8", memory="32Gi")
         api.post("/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies", _numatopology(numa))
-        sched = e2e.scheduler(ALL_PLUGINS.replace("{url}", stub.url))
+        e2e.scheduler(ALL_PLUGINS.replace("{url}", stub.url))
         # Usage known for every node (a poll a second) before the pods come.
         wait_until(lambda: sum(f'instance="{refused}"' in q for q in stub.queries) >= 4, 30, "two polls of the source")
         create_podgroup(api, ns, "plain", min_member=1)
@@ -166,8 +166,6 @@ def test_a_config_naming_every_v115_plugin_runs(e2e) -> None:
         # numa-aware puts the Guaranteed pod with a policy on the node with a Numatopology.
         assert got == {"plain-0": numa, "pinned-0": numa}, got
         assert ("plain-0", refused) in stub.predicates
-        log = sched.log.read_text()
-        assert "plugin rescheduling: not honoured yet" in log
     finally:
         api.delete(topo_path)
         stub.close()

@@ -21,7 +21,7 @@ from tidesched.plugins.rescheduling import (
     parse_arguments,
 )
 from tidesched.model.status import TaskStatus
-from tidesched.scheduler import config_from_text, open_session
+from tidesched.scheduler import config_from_text, open_session, run_actions
 
 NOW = 1_800_000_000.0
 LNU = {"name": "lowNodeUtilization",
@@ -160,6 +160,22 @@ def test_strategy_params() -> None:
     assert a.interval == 60 and conf is not None
     assert conf.thresholds == {"cpu": 10, "memory": 100, "pods": 100, "pod": 5}
     assert conf.target_thresholds == {"cpu": 100, "memory": 70, "pods": 100}
+
+
+def test_shuffle_evicts_the_victims() -> None:
+    """Registered to the victim_tasks hook when due: the shuffle action evicts what it chose."""
+    args = {"interval": "0s", "metricsPeriod": "10m", "strategies": [LNU]}
+    cfg = config_from_text(yaml.safe_dump({"actions": "shuffle", "tiers": [{"plugins": [
+        {"name": "rescheduling", "arguments": args}]}]}))
+    snap = build_snapshot(_cluster())
+    snap.node_usage = BUSY
+    d = run_actions(open_session(snap, cfg, now=NOW))
+    assert sorted(d.evicted) == ["ns/b-besteffort-10", "ns/c-burstable-10", "ns/d-guaranteed-10"]
+    assert all("rescheduling" in r for r in d.eviction_reasons.values())
+    # not due (a 5m interval from the first session): nothing evicted
+    cfg = config_from_text(yaml.safe_dump({"actions": "shuffle", "tiers": [{"plugins": [
+        {"name": "rescheduling", "arguments": {**args, "interval": "5m"}}]}]}))
+    assert run_actions(open_session(snap, cfg, now=NOW)).evicted == []
 
 
 def test_unknown_strategy_is_taken_and_said() -> None:

@@ -27,9 +27,11 @@ Volcano files every metrics report under the period ``10m`` (``model/node_usage.
 the default ``metricsPeriod: 5m`` every node reads as idle and nothing is ever evicted; set
 ``metricsPeriod: 10m`` to use the reports. Kept as in Volcano.
 
-The strategies run at most once per ``interval``, counted from the first session under the
-config (Volcano: from the scheduler's start), in the session's time. Differences: a pod is
-matched to a candidate task by namespace and name (Volcano by name alone); ties between nodes
+The strategies run at most once per ``interval``, counted from just before the first session
+under the config (Volcano: from the scheduler's start), in the session's time; the victims go to
+the ``victim_tasks`` hook, which the ``shuffle`` action evicts (``enabledVictim`` gates it).
+
+Differences: a pod is matched to a candidate task by namespace and name (Volcano by name alone); ties between nodes
 and between pods go by name, where Volcano's order is unspecified; an unreadable ``interval``,
 a ``metricsPeriod`` or threshold of the wrong type is refused at load (Volcano falls back to the
 default, or stops); a node without ``status.capacity`` takes its allocatable as capacity
@@ -226,16 +228,18 @@ class ReschedulingPlugin(Plugin):
         for name, _conf in parse_arguments(arguments).strategies:
             if name not in STRATEGIES:
                 notes.append(f"strategy {name!r} selects no victims (Volcano's only strategy is {LOW_NODE_UTILIZATION}), as in Volcano")
-        notes.append("the shuffle action that evicts the victims is not in tidesched yet: no pod is evicted")
         return notes
 
     def on_session_open(self, ssn: "Session") -> None:
-        # At most once per interval, counted from the first session under this config.
+        # At most once per interval, counted from just before the first session under this
+        # config (Volcano: from the process's start), so `interval: 0s` runs in every session.
         state = ssn.config.plugin_state.setdefault(NAME, {})
-        last = state.setdefault("last_run", ssn.now)
+        last = state.setdefault("last_run", ssn.now - 1e-6)
         self.due = last + self.args.interval < ssn.now
         if self.due:
             state["last_run"] = ssn.now
+            # Volcano registers its strategies' VictimTasksFns only when it is time to run.
+            ssn.add_fn("victim_tasks", self.name, lambda tasks: self.victim_tasks(ssn, tasks))
 
     def victim_tasks(self, ssn: "Session", tasks: Sequence["TaskInfo"]) -> list["TaskInfo"]:
         """The victims of every configured strategy among ``tasks`` (running tasks), none when
