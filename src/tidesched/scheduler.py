@@ -18,6 +18,7 @@ from tidesched.framework.config import SchedulerConfig, default_config, load_con
 from tidesched.framework.decisions import Decisions
 from tidesched.framework.plugin import Plugin
 from tidesched.framework.session import Session
+from tidesched.framework.usage_source import usage_source_conf
 from tidesched.model.loader import Manifest
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
 from tidesched.model.state import SessionState
@@ -53,6 +54,7 @@ def load_registries() -> None:
         deviceshare,
         dotprod,
         drf,
+        extender,
         fgd,
         gang,
         gpuclustering,
@@ -60,15 +62,20 @@ def load_registries() -> None:
         network_topology_aware,
         nodegroup,
         nodeorder,
+        numa_aware,
         overcommit,
         pdb,
         predicates,
         priority,
         proportion,
         random_node,
+        rescheduling,
+        resource_strategy_fit,
+        resourcequota,
         sla,
         task_topology,
         tdm,
+        usage,
     )
 
     ACTIONS.update({"enqueue": enqueue.execute, "allocate": allocate.execute, "backfill": backfill.execute,
@@ -85,6 +92,9 @@ def load_registries() -> None:
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
         deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
         pdb.PdbPlugin, cdp.CdpPlugin, tdm.TdmPlugin, task_topology.TaskTopologyPlugin,
+        # Volcano v1.15.1's further plugins
+        resource_strategy_fit.ResourceStrategyFitPlugin, resourcequota.ResourceQuotaPlugin, usage.UsagePlugin,
+        rescheduling.ReschedulingPlugin, numa_aware.NumaAwarePlugin, extender.ExtenderPlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,
@@ -141,6 +151,7 @@ def validate_arguments(config: SchedulerConfig) -> SchedulerConfig:
             except Exception as exc:  # noqa: BLE001 - REL-1: a message with file and field, no traceback
                 raise args.locate(exc) from None
             config.warnings.extend(f"plugin {opt.name}: not honoured yet: {note}" for note in notes)
+    usage_source_conf(config.metrics, config.source)  # the metrics source (CONF-3)
     for name in config.actions:
         check = ARGUMENT_CHECKS.get(name)
         if check is not None:

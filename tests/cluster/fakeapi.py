@@ -57,6 +57,7 @@ RESOURCES: dict[str, _Res] = {
         _Res("queues", "Queue", "scheduling.volcano.sh/v1beta1", False, builtin=False),
         _Res("priorityclasses", "PriorityClass", "scheduling.k8s.io/v1", False),
         _Res("poddisruptionbudgets", "PodDisruptionBudget", "policy/v1", True),
+        _Res("resourcequotas", "ResourceQuota", "v1", True),
         _Res("leases", "Lease", "coordination.k8s.io/v1", True),
     )
 }

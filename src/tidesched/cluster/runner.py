@@ -30,11 +30,13 @@ from tidesched.explain import quota
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.config import SchedulerConfig
 from tidesched.framework.decisions import Decisions
+from tidesched.framework.usage_source import usage_source_conf
 from tidesched.cluster import webview
 from tidesched.cluster.api import Kube, TokenBucket, connect
 from tidesched.cluster.binder import Binder
 from tidesched.cluster.evictor import Evictor
 from tidesched.cluster.leader import LeaderElector
+from tidesched.cluster.metrics_source import NodeUsageCollector
 from tidesched.cluster.server import HttpServer, ListenError, Metrics, routes_for
 from tidesched.cluster.status import EventRecorder, StatusBatch, StatusWriter
 from tidesched.cluster.store import POD, ClusterStore, Informer, start_informers
@@ -147,6 +149,12 @@ class Runner:
             **co.get("evictor", {}),
         )
         self.status = StatusWriter(self.kube, self.store, **co.get("status", {}))
+        # Nodes' measured load for the usage and rescheduling plugins (the config's `metrics`).
+        self.usage = NodeUsageCollector(
+            usage_source_conf(self.config.metrics, self.config.source),
+            lambda: sorted(str((n.get("metadata") or {}).get("name")) for n in self.store.items("Node")),
+            kube=self.kube,
+        )
         self.elector: LeaderElector | None = None
         if options.leader_elect:
             self.elector = LeaderElector(
@@ -222,6 +230,7 @@ class Runner:
             sys.setswitchinterval(o.switch_interval)
         for c in (self.recorder, self.binder, self.evictor, self.status):
             c.start()
+        self.usage.start()
         self.informers = start_informers(
             self.kube,
             self.store,
@@ -301,6 +310,7 @@ class Runner:
             self.elector.release()
         for inf in self.informers:
             inf.stop()
+        self.usage.stop()
         for c in (self.binder, self.evictor, self.status, self.recorder):
             c.stop(timeout=1.0)
         for s in self.servers:
@@ -324,6 +334,7 @@ class Runner:
             log.error("new scheduler config %s refused, keeping the last good one: %s", path, exc)
             return False
         self.config = new
+        self.usage.configure(usage_source_conf(new.metrics, new.source))
         self.metrics.config_reloads.labels("applied").inc()
         log.info("scheduler config %s reloaded: actions %s", path, ", ".join(new.actions))
         for w in new.warnings:
@@ -364,6 +375,7 @@ class Runner:
                     self._observe_watched(key)
             t_open = time.perf_counter()
             snapshot, state = self.cache.open()
+            snapshot.node_usage = self.usage.current()
             ssn = open_session(
                 snapshot,
                 self.config,

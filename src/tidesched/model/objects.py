@@ -38,6 +38,7 @@ from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import PODS, Resource
+from tidesched.model.resource_quota import ResourceList, resource_list
 from tidesched.model.status import PodGroupPhase, QueueState, TaskStatus
 from tidesched.model.vgpu import NodeDevices, PodAssignment, VgpuRequest, node_devices, pod_assignment, pod_request
 
@@ -406,6 +407,7 @@ class Node:
     unschedulable: bool
     ready: bool
     vgpu: NodeDevices | None = None  # registered vGPU devices that count (model.vgpu)
+    capacity: Resource | None = None  # status.capacity (the rescheduling plugin's percentages)
 
     @property
     def name(self) -> str:
@@ -439,6 +441,7 @@ def parse_node(obj: Mapping[str, Any]) -> Node:
         unschedulable=parse_flag(spec.get("unschedulable"), "spec.unschedulable"),
         ready=ready,
         vgpu=node_devices(meta.annotations, allocatable.scalars),
+        capacity=None if status.get("capacity") is None else _resources(status.get("capacity"), "status.capacity"),
     )
 
 
@@ -457,6 +460,8 @@ class PodGroup:
     phase: str
     conditions: tuple[Mapping[str, Any], ...]
     preemptable: bool
+    # spec.minResources by name as written (``requests.cpu`` too), for the resourcequota plugin
+    min_resource_list: ResourceList | None = None
 
     @property
     def key(self) -> str:
@@ -493,6 +498,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
         phase=phase,
         conditions=tuple(c for c in _list(status, "conditions", "status.conditions") if isinstance(c, Mapping)),
         preemptable=bool(preempt),
+        min_resource_list=None if min_res is None else resource_list(min_res, "spec.minResources"),
     )
 
 

@@ -21,6 +21,7 @@ from tidesched.sim.vocabulary import (
     DURATION_ANNOTATION,
     EXIT_CODE_ANNOTATION,
     VOLCANO_JOB_API,
+    NAMESPACED_KINDS,
     WORLD_KINDS,
     ScenarioError,
     parse_duration,
@@ -369,7 +370,7 @@ def make_event(
         if kind not in WORLD_KINDS:
             raise ScenarioError(f"{where}.kind: expected one of {', '.join(WORLD_KINDS)}, got {kind!r}")
         name = _name_arg(m.get("name"), f"{where}.name")
-        if kind in ("Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget"):
+        if kind in NAMESPACED_KINDS:
             name = _namespaced(name)
         elif "/" in name:
             raise ScenarioError(f"{where}.name: {kind} is not namespaced, got {name!r}")

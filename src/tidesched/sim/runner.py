@@ -51,6 +51,7 @@ from tidesched.sim.invariants import RULE_RESTART, RULE_SESSION, InvariantChecke
 from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacity_card_args, mean, percentile
 from tidesched.sim.events import Scenario, TimedEvent, object_kind
 from tidesched.sim.scenario import load_scenario
+from tidesched.sim.vocabulary import NAMESPACED_KINDS
 from tidesched.sim.world import (
     EPOCH,
     Applied,
@@ -184,7 +185,7 @@ class Engine:
             obj = copy.deepcopy(dict(m.obj))
             kind = object_kind(obj)
             md = dict(obj.get("metadata") or {})
-            if kind in ("Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget"):
+            if kind in NAMESPACED_KINDS:
                 md.setdefault("namespace", "default")
             md.setdefault("uid", world.new_uid())
             if now > 0 or not md.get("creationTimestamp"):
@@ -419,7 +420,7 @@ class Engine:
         """REL-3: a scheduler restarted now — state rebuilt from the objects alone — decides
         exactly what the running one (on its incremental cache) decided."""
         world = self.world
-        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget")
+        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget", "ResourceQuota", "Numatopology")
                    for _key, obj in world.items(kind)]
         try:
             snapshot = build_snapshot(objects, scheduler_names=self.sc.scheduler_names,

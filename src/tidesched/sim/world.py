@@ -44,6 +44,7 @@ from tidesched.sim.clock import Clock
 from tidesched.sim.vocabulary import (
     DURATION_ANNOTATION,
     EXIT_CODE_ANNOTATION,
+    NAMESPACED_KINDS,
     WORLD_KINDS,
     ScenarioError,
     parse_duration,
@@ -51,7 +52,7 @@ from tidesched.sim.vocabulary import (
 
 # Simulated t=0 is 2025-01-01T00:00:00Z: timestamps on objects are real RFC 3339 times.
 EPOCH = 1735689600.0
-NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget"})
+NAMESPACED = NAMESPACED_KINDS
 FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
 
 Listener = Callable[[str, str, "dict[str, Any] | None", "dict[str, Any] | None", str], None]
