@@ -20,6 +20,7 @@ from tidesched.rules.selectors import CompiledLabelSelector, SelectorError, comp
 from tidesched.rules.taints import parse_toleration
 from tidesched.rules.topology_spread import SpreadConstraint, parse_spread_constraints
 from tidesched.model.claims import PodClaim, pod_claims
+from tidesched.model.dequeue import DEFAULT as DEFAULT_DEQUEUE, parse_dequeue_strategy
 from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
     INT32,
     INT64,
@@ -532,6 +533,7 @@ class Queue:
     # the field, so the queue itself still schedules and the plugin can refuse it clearly.
     node_group_affinity: "NodeGroupAffinity | None" = None
     affinity_error: str = ""
+    dequeue_strategy: str = DEFAULT_DEQUEUE  # spec.dequeueStrategy (model.dequeue)
 
     @property
     def name(self) -> str:
@@ -625,6 +627,7 @@ def parse_queue(obj: Mapping[str, Any]) -> Queue:
         state=state,
         node_group_affinity=affinity,
         affinity_error=affinity_error,
+        dequeue_strategy=parse_dequeue_strategy(spec),
     )
 
 
