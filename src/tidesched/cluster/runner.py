@@ -5,7 +5,8 @@ and evictor's overlays) into its incremental cluster cache, opens one session of
 with the current config and hands the decisions to the binder, evictor, status writer and event
 recorder, which apply them on their own threads. Nothing here decides anything about scheduling.
 
-* the first session runs only after every informer's first full list (K8S-1);
+* the first session runs only after every informer's first full list (K8S-1); before it, the
+  leader creates the ``root`` and ``default`` queues if missing, as vc-scheduler does;
 * with ``--leader-elect`` only the leader schedules; losing the lease stops scheduling at once,
   drops binds not yet sent, and ``run`` exits 1 so the pod restarts clean (as kube-scheduler);
 * SIGTERM: stop the loop, drain in-flight binds/evictions, release the lease, exit 0;
@@ -33,6 +34,7 @@ from tidesched.framework.decisions import Decisions
 from tidesched.cluster import webview
 from tidesched.cluster.api import Kube, TokenBucket, connect
 from tidesched.cluster.binder import Binder
+from tidesched.cluster.default_queues import ensure_default_queues
 from tidesched.cluster.evictor import Evictor
 from tidesched.cluster.leader import LeaderElector
 from tidesched.cluster.server import HttpServer, ListenError, Metrics, routes_for
@@ -171,6 +173,7 @@ class Runner:
         self._session_version = -1
         self._session_seconds = 0.0
         self._started = False
+        self._queues_checked = False  # root and default made if missing (cluster.default_queues)
 
     # -- state ----------------------------------------------------------------------------
 
@@ -256,6 +259,9 @@ class Runner:
                         gc.freeze()
                     continue
                 if synced and self.leading():
+                    if not self._queues_checked:
+                        self._queues_checked = True
+                        ensure_default_queues(self.kube, self.store)
                     reloaded = self.reload_config()
                     if reloaded or self.session_due():
                         try:
