@@ -334,6 +334,8 @@ class Session(SessionHooks):
         base = job.job_fit_error or "all nodes are unavailable"
         for t in sorted(job.tasks.values(), key=lambda t: t.key):
             if t.status == TaskStatus.PENDING:
+                if t.sch_gated:
+                    continue  # the API server's PodScheduled=False (SchedulingGated) says it (Volcano)
                 fe = job.fit_errors.get(t.uid)
                 msg = fe.error() if isinstance(fe, FitErrors) else (str(fe) if fe else base)
                 self.event("Pod", t.namespace, t.name, "Warning", "FailedScheduling", msg)

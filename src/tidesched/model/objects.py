@@ -21,6 +21,7 @@ from tidesched.rules.taints import parse_toleration
 from tidesched.rules.topology_spread import SpreadConstraint, parse_spread_constraints
 from tidesched.model.claims import PodClaim, pod_claims
 from tidesched.model.dequeue import DEFAULT as DEFAULT_DEQUEUE, parse_dequeue_strategy
+from tidesched.model.gates import parse_scheduling_gates
 from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
     INT32,
     INT64,
@@ -165,6 +166,8 @@ class Pod:
     vgpu_assignment: PodAssignment | None = None
     # spec.resourceClaims (DRA): the claims the pod may start with only once they are allocated
     claims: tuple[PodClaim, ...] = ()
+    # spec.schedulingGates' names: while any is there the pod is not scheduled (model.gates)
+    scheduling_gates: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -321,6 +324,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         vgpu=vgpu,
         vgpu_assignment=pod_assignment(meta.annotations) if vgpu is not None else None,
         claims=pod_claims(spec, status),
+        scheduling_gates=parse_scheduling_gates(spec),
     )
 
 

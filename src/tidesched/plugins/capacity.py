@@ -78,6 +78,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tidesched.framework.gates import deduct_gated
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin
 from tidesched.model.quantity import format_amount
@@ -201,11 +202,11 @@ class CapacityPlugin(Plugin):
             if min_res is not None:
                 phase = job.phase
                 if phase == PodGroupPhase.INQUEUE:
-                    attr.inqueue.add(inqueue_reservation(min_res, job.allocated))
+                    attr.inqueue.add(deduct_gated(job, inqueue_reservation(min_res, job.allocated)))
                 elif phase == PodGroupPhase.RUNNING:
                     allocated_tasks = sum(job.status_count[s] for s in ALLOCATED_STATUSES)
                     if allocated_tasks >= job.min_available:
-                        attr.inqueue.add(inqueue_reservation(min_res, job.allocated))
+                        attr.inqueue.add(deduct_gated(job, inqueue_reservation(min_res, job.allocated)))
             attr.elastic.add(exceeded_part(job.allocated, min_res if min_res is not None else Resource()))
 
     def _build_flat(self, ssn: Session) -> dict[str, QueueAttr]:
@@ -453,8 +454,9 @@ class CapacityPlugin(Plugin):
             attr = attrs.get(job.queue)
             if attr is None or job.min_resources is None:
                 return
+            reserved = deduct_gated(job, job.min_resources)
             for level in attr.chain if hierarchy else (attr,):
-                level.inqueue.add(job.min_resources)
+                level.inqueue.add(reserved)
 
         ssn.add_fn("job_enqueued", self.name, enqueued)
 

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 
 from tidesched.actions.reclaim.gang import GangSafeReclaim
 from tidesched.actions.reclaim.steps import ACTION, eligible, reclaimees, volcano_walk
+from tidesched.framework.gates import ungated_pending
 from tidesched.framework.queues import PriorityQueue
 from tidesched.framework.statement import Statement
-from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
@@ -91,7 +91,7 @@ def execute(ssn: "Session") -> None:
             queues.push(queue)
         if ssn.job_starving(job):
             reclaimer_jobs.setdefault(queue.uid, PriorityQueue(ssn.job_order_less)).push(job)
-            reclaimer_tasks[job.uid] = ssn.sort_tasks(job.tasks_with_status(TaskStatus.PENDING))
+            reclaimer_tasks[job.uid] = ssn.sort_tasks(ungated_pending(job))
 
     while not queues.empty():
         queue = queues.pop()
