@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from builders import BASIC_CONFIG, node, pod, podgroup, queue
 from tidesched.explain.pod import explain_lines
+from tidesched.framework.features import parse_feature_gates
 from tidesched.model.gates import QUEUE_ALLOCATION_GATE
 from tidesched.model.loader import Manifest
 from tidesched.scheduler import config_from_text, schedule_manifests
 
 
-def _explain(spec: dict, annotations: dict | None = None) -> str:
-    objs = [node("n1"), queue("default", weight=1), podgroup("pg", 1),
+def _explain(spec: dict, annotations: dict | None = None, features: str = "", cpu: str = "4") -> str:
+    objs = [node("n1"), queue("default", weight=1, capability={"cpu": cpu}), podgroup("pg", 1),
             pod("p", "pg", annotations=annotations, spec=spec)]
-    ssn, d = schedule_manifests([Manifest("t", o) for o in objs], config_from_text(BASIC_CONFIG))
+    config = config_from_text(BASIC_CONFIG.replace("  - name: nodeorder", "  - name: capacity\n  - name: nodeorder"))
+    ssn, d = schedule_manifests([Manifest("t", o) for o in objs], config, features=parse_feature_gates(features))
     assert "ns/p" not in d.bound
     assert not any(e.kind == "Pod" and e.reason == "FailedScheduling" for e in d.events)
     return "\n".join(explain_lines(ssn, d, "ns/p"))
@@ -30,6 +32,11 @@ def test_volcanos_gate_without_the_opt_in_annotation_is_never_lifted() -> None:
     assert "not the annotation" in text and "nothing removes the gate" in text
 
 
-def test_volcanos_gate_with_the_opt_in_waits_for_the_queue() -> None:
-    text = _explain({"schedulingGates": [{"name": QUEUE_ALLOCATION_GATE}]}, {QUEUE_ALLOCATION_GATE: "true"})
-    assert "removed once queue default can take the pod" in text
+def test_volcanos_gate_with_the_opt_in_waits_for_the_queue_or_the_feature() -> None:
+    gate, opt_in = {"schedulingGates": [{"name": QUEUE_ALLOCATION_GATE}]}, {QUEUE_ALLOCATION_GATE: "true"}
+    text = _explain(gate, opt_in)
+    assert "the feature gate SchedulingGatesQueueAdmission is off" in text and "nothing removes it" in text
+    text = _explain(gate, opt_in, "SchedulingGatesQueueAdmission=true")
+    assert "Queue default takes the pod now: its queue-admission gate is being removed" in text
+    text = _explain(gate, opt_in, "SchedulingGatesQueueAdmission=true", cpu="500m")
+    assert "it is removed once queue default can take the pod" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tidesched.framework.features import QUEUE_ADMISSION
 from tidesched.model.gates import QUEUE_ALLOCATION_GATE, only_volcano_gate, opted_in
 
 if TYPE_CHECKING:
@@ -31,5 +32,12 @@ def gate_lines(ssn: Session, decisions: Decisions, task: TaskInfo, job: JobInfo)
         lines.append(f"The pod has Volcano's queue-admission gate but not the annotation "
                      f'{QUEUE_ALLOCATION_GATE}: "true" that asks for it, so nothing removes the gate.')
         return lines
-    lines.append(f"Volcano's queue-admission gate: it is removed once queue {job.queue} can take the pod.")
+    if task.key in decisions.ungated:
+        lines.append(f"Queue {job.queue} takes the pod now: its queue-admission gate is being removed, "
+                     "and a later session places it.")
+    elif ssn.features.enabled(QUEUE_ADMISSION):
+        lines.append(f"Volcano's queue-admission gate: it is removed once queue {job.queue} can take the pod.")
+    else:
+        lines.append(f"Volcano's queue-admission gate: the feature gate {QUEUE_ADMISSION} is off "
+                     f"(--feature-gates={QUEUE_ADMISSION}=true), so nothing removes it.")
     return lines

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from tidesched.model.gates import only_volcano_gate
+from tidesched.framework.features import QUEUE_ADMISSION
+from tidesched.model.gates import only_volcano_gate, opted_in
 from tidesched.model.resource import Resource
 from tidesched.model.status import TaskStatus
 
@@ -31,9 +32,19 @@ def ungated_pending(job: JobInfo) -> list[TaskInfo]:
 
 def skip_gated(ssn: Session, task: TaskInfo) -> bool:
     """allocate, once the task's queue may take it (Allocatable passed): whether to leave the
-    task unplaced this session. Any gated task is left; its queue has counted it already."""
-    del ssn  # the queue-admission gate's removal joins here (framework.queue_admission)
-    return task.sch_gated
+    task unplaced this session — any gated task is. With ``SchedulingGatesQueueAdmission`` on,
+    a pod that opted in and is held by Volcano's gate alone is admitted: its gate is to be
+    removed (``Decisions.ungated``), and the next session, seeing it ungated, places it. Its
+    queue already counts it (the capacity plugin reserves it from here on)."""
+    if not task.sch_gated:
+        return False
+    if (
+        ssn.features.enabled(QUEUE_ADMISSION)
+        and only_volcano_gate(task.pod.scheduling_gates)
+        and opted_in(task.pod.meta.annotations)
+    ):
+        ssn.ungated[task.key] = None
+    return True
 
 
 def gated_request(tasks: Iterable[TaskInfo]) -> Resource:

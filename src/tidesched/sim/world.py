@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tidesched.framework.decisions import Decisions
+from tidesched.model.gates import QUEUE_ALLOCATION_GATE, only_volcano_gate
 from tidesched.model.cache import ClusterCache
 from tidesched.model.objects import DEFAULT_NAMESPACE, GROUP_NAME_ANNOTATION
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
@@ -212,6 +213,7 @@ class Applied:
     bound: list[tuple[str, str]] = field(default_factory=list)  # (pod key, node)
     evicted: list[tuple[str, str]] = field(default_factory=list)  # (pod key, reason)
     stale: list[str] = field(default_factory=list)  # decisions about pods that changed meanwhile
+    ungated: list[str] = field(default_factory=list)  # pods whose queue-admission gate was lifted
     podgroups_changed: int = 0
 
 
@@ -413,14 +415,28 @@ class World:
         pod = self.get("Pod", key)
         if pod is None or pod_node(pod) or is_deleting(pod) or pod_phase(pod) != "Pending":
             return False
-        if node not in self.objects["Node"]:
-            return False
+        if node not in self.objects["Node"] or spec(pod).get("schedulingGates"):
+            return False  # the API server refuses to bind a pod that still has a scheduling gate
         new = with_section(pod, "spec", nodeName=node)
         if annotations:
             new = with_meta_map(new, "annotations", annotations)
         new["status"] = dict(status(pod), phase="Running", startTime=iso(now))
         self.put("Pod", new)
         self.schedule_finish(key, new)
+        return True
+
+    def remove_gates(self, key: str, names: Iterable[str] | None = None) -> bool:
+        """Lift the pod's scheduling gates of these names (all when None); False when it has
+        none of them."""
+        pod = self.get("Pod", key)
+        gates = spec(pod).get("schedulingGates") if pod is not None else None
+        if not isinstance(gates, list) or not gates:
+            return False
+        wanted = None if names is None else set(names)
+        kept = [g for g in gates if wanted is not None and (not isinstance(g, Mapping) or g.get("name") not in wanted)]
+        if len(kept) == len(gates):
+            return False
+        self.put("Pod", with_section(pod, "spec", schedulingGates=kept))
         return True
 
     def schedule_finish(self, key: str, pod: Mapping[str, Any]) -> None:
@@ -545,6 +561,10 @@ class World:
                 out.bound.append((key, node))
             else:
                 out.stale.append(key)
+        for key in d.ungated:  # as run's gate remover: only while Volcano's gate is the last one
+            pod = self.get("Pod", key)
+            if pod is not None and only_volcano_gate(_gate_names(pod)) and self.remove_gates(key, [QUEUE_ALLOCATION_GATE]):
+                out.ungated.append(key)
         settled = self._settled_groups
         for key, phase in sorted(d.podgroups.items()):
             pg = self.get("PodGroup", key)
@@ -573,6 +593,13 @@ class World:
             else:
                 settled[key] = (pg, phase, said)
         return out
+
+
+def _gate_names(pod: Mapping[str, Any]) -> tuple[str, ...]:
+    gates = spec(pod).get("schedulingGates")
+    if not isinstance(gates, list):
+        return ()
+    return tuple(str(g.get("name")) if isinstance(g, Mapping) else "" for g in gates)
 
 
 def _said(conds: Any) -> tuple[Any, ...]:
