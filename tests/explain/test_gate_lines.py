@@ -40,3 +40,11 @@ def test_volcanos_gate_with_the_opt_in_waits_for_the_queue_or_the_feature() -> N
     assert "Queue default takes the pod now: its queue-admission gate is being removed" in text
     text = _explain(gate, opt_in, "SchedulingGatesQueueAdmission=true", cpu="500m")
     assert "it is removed once queue default can take the pod" in text
+
+
+def test_a_fifo_queue_is_said_to_be_dequeued_as_traverse() -> None:
+    objs = [node("n1", cpu="1"), queue("default", weight=1, dequeueStrategy="fifo"), podgroup("pg", 1),
+            pod("p", "pg", cpu="2")]
+    ssn, d = schedule_manifests([Manifest("t", o) for o in objs], config_from_text(BASIC_CONFIG))
+    text = "\n".join(explain_lines(ssn, d, "ns/p"))
+    assert "Queue default asks for dequeueStrategy fifo: Volcano v1.15.1 does not act on it" in text
