@@ -7,24 +7,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from builders import node, pod, podgroup, queue
+from builders import CAPACITY_CONFIG, node, pod, podgroup, queue
 from cluster_helpers import bound_nodes, fake_api, make_runner, wait
 from tidesched.cluster.commands import options_from_args, run_parser
 from tidesched.framework.features import QUEUE_ADMISSION, parse_feature_gates
 from tidesched.model.gates import QUEUE_ALLOCATION_GATE
-
-CAPACITY_CONFIG = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: predicates
-  - name: capacity
-  - name: nodeorder
-"""
-
 
 def _gated(name: str, *gates: str) -> dict:
     return pod(name, "pg", cpu="1", annotations={QUEUE_ALLOCATION_GATE: "true"},

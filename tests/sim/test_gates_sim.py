@@ -10,22 +10,10 @@ from typing import Any
 
 import yaml
 
+from builders import CAPACITY_CONFIG
 from tidesched.model.gates import QUEUE_ALLOCATION_GATE
 from tidesched.sim import simulate
 from tidesched.sim.scenario import load_scenario
-
-CONFIG = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: predicates
-  - name: capacity
-  - name: nodeorder
-"""
-
 
 def _pod(name: str, *gates: str, opted: bool = True) -> dict[str, Any]:
     # No PodGroup named: the simulated podgroup controller makes one per pod (and removes it
@@ -42,7 +30,7 @@ def _pod(name: str, *gates: str, opted: bool = True) -> dict[str, Any]:
 
 
 def _run(tmp_path: Path, features: str | None, events: list | None = None) -> dict[str, Any]:
-    sched: dict[str, Any] = {"config": CONFIG}
+    sched: dict[str, Any] = {"config": CAPACITY_CONFIG}
     if features:
         sched["featureGates"] = features
     doc = {

@@ -22,7 +22,7 @@ from typing import Callable
 from tidesched.cluster.api import Kube, error_message, is_transient, status_of
 from tidesched.cluster.store import POD, ClusterStore
 from tidesched.cluster.workers import WorkerPool
-from tidesched.model.gates import QUEUE_ALLOCATION_GATE, only_volcano_gate
+from tidesched.model.gates import QUEUE_ALLOCATION_GATE, only_volcano_gate, raw_gate_names
 
 log = logging.getLogger("tidesched.cluster.gate_remover")
 
@@ -32,13 +32,6 @@ PATCH = {"spec": {"schedulingGates": [{"name": QUEUE_ALLOCATION_GATE, "$patch": 
 @dataclass(frozen=True)
 class GateRemoval:
     key: str
-
-
-def _only_volcano_gate(pod: dict | None) -> bool:
-    gates = ((pod or {}).get("spec") or {}).get("schedulingGates")
-    if not isinstance(gates, list):
-        return False
-    return only_volcano_gate(tuple(g.get("name") if isinstance(g, dict) else "" for g in gates))
 
 
 class GateRemover(WorkerPool[GateRemoval]):
@@ -75,7 +68,8 @@ class GateRemover(WorkerPool[GateRemoval]):
             with self._lock:
                 if self._recent.get(key, 0.0) > now:
                     continue  # in flight, or just sent
-                if not _only_volcano_gate(self.store.get(POD, key)):
+                pod = self.store.get(POD, key)
+                if pod is None or not only_volcano_gate(raw_gate_names(pod.get("spec"))):
                     continue  # gone, lifted already, or another gate came first
                 self._recent[key] = now + 3600.0  # until the call ends
             self._enqueue(GateRemoval(key))

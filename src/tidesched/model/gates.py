@@ -45,6 +45,15 @@ def parse_scheduling_gates(spec: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def raw_gate_names(spec: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The gates' names in a raw pod spec, for the worlds' quick looks at objects they hold
+    (a malformed entry reads as an unnamed gate: still a gate; the parser reports it)."""
+    gates = (spec or {}).get("schedulingGates")
+    if not isinstance(gates, list):
+        return ()
+    return tuple(str(g.get("name") or "") if isinstance(g, Mapping) else "" for g in gates)
+
+
 def only_volcano_gate(gates: tuple[str, ...]) -> bool:
     """Held by Volcano's queue-admission gate and by nothing else (Volcano
     ``HasOnlyVolcanoSchedulingGate``): the one gate the scheduler itself may lift."""

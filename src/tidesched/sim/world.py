@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tidesched.framework.decisions import Decisions
-from tidesched.model.gates import QUEUE_ALLOCATION_GATE, only_volcano_gate
+from tidesched.model.gates import QUEUE_ALLOCATION_GATE, only_volcano_gate, raw_gate_names
 from tidesched.model.cache import ClusterCache
 from tidesched.model.objects import DEFAULT_NAMESPACE, GROUP_NAME_ANNOTATION
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
@@ -563,7 +563,7 @@ class World:
                 out.stale.append(key)
         for key in d.ungated:  # as run's gate remover: only while Volcano's gate is the last one
             pod = self.get("Pod", key)
-            if pod is not None and only_volcano_gate(_gate_names(pod)) and self.remove_gates(key, [QUEUE_ALLOCATION_GATE]):
+            if pod is not None and only_volcano_gate(raw_gate_names(spec(pod))) and self.remove_gates(key, [QUEUE_ALLOCATION_GATE]):
                 out.ungated.append(key)
         settled = self._settled_groups
         for key, phase in sorted(d.podgroups.items()):
@@ -593,13 +593,6 @@ class World:
             else:
                 settled[key] = (pg, phase, said)
         return out
-
-
-def _gate_names(pod: Mapping[str, Any]) -> tuple[str, ...]:
-    gates = spec(pod).get("schedulingGates")
-    if not isinstance(gates, list):
-        return ()
-    return tuple(str(g.get("name")) if isinstance(g, Mapping) else "" for g in gates)
 
 
 def _said(conds: Any) -> tuple[Any, ...]:
