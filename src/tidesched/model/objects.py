@@ -22,6 +22,7 @@ from tidesched.rules.topology_spread import SpreadConstraint, parse_spread_const
 from tidesched.model.claims import PodClaim, pod_claims
 from tidesched.model.dequeue import DEFAULT as DEFAULT_DEQUEUE, parse_dequeue_strategy
 from tidesched.model.gates import parse_scheduling_gates
+from tidesched.model.pod_conditions import scheduled_time
 from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
     INT32,
     INT64,
@@ -168,6 +169,8 @@ class Pod:
     claims: tuple[PodClaim, ...] = ()
     # spec.schedulingGates' names: while any is there the pod is not scheduled (model.gates)
     scheduling_gates: tuple[str, ...] = ()
+    # when the PodScheduled condition turned True (0: not scheduled), for cdp's cooldown
+    scheduled_time: float = 0.0
 
     @property
     def key(self) -> str:
@@ -325,6 +328,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         vgpu_assignment=pod_assignment(meta.annotations) if vgpu is not None else None,
         claims=pod_claims(spec, status),
         scheduling_gates=parse_scheduling_gates(spec),
+        scheduled_time=scheduled_time(status),
     )
 
 
@@ -378,6 +382,7 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         start_time = parse_time(status.get("startTime"), "status.startTime")
         # A template's claim is named in the status once the resourceclaim controller made it.
         claims = pod_claims(spec, status) if prev.claims and spec is not None else prev.claims
+        scheduled = scheduled_time(status)
     except ObjectError:
         return None
     return replace(
@@ -390,6 +395,7 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         group_name=meta.annotations.get(GROUP_NAME_ANNOTATION, ""),
         raw_spec=spec if spec is not None else {},
         claims=claims,
+        scheduled_time=scheduled,
     )
 
 
