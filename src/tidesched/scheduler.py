@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 from tidesched.framework.arguments import Arguments
 from tidesched.framework.config import SchedulerConfig, default_config, load_config, load_config_file
 from tidesched.framework.decisions import Decisions
+from tidesched.framework.features import FeatureGates
 from tidesched.framework.plugin import Plugin
 from tidesched.framework.session import Session
 from tidesched.framework.usage_source import usage_source_conf
@@ -192,11 +193,13 @@ def open_session(
     uid: str = "session",
     now: float = 0.0,
     state: SessionState | None = None,
+    features: FeatureGates | None = None,
 ) -> Session:
     """A session over ``snapshot``; with ``state`` (a cache's infos for that snapshot) it opens
-    on those instead of building them."""
+    on those instead of building them. ``features``: the feature gates (``--feature-gates``)."""
     load_registries()
-    return Session(snapshot, config, plugins=PLUGINS, scheduler_names=scheduler_names, uid=uid, now=now, state=state)
+    return Session(snapshot, config, plugins=PLUGINS, scheduler_names=scheduler_names, uid=uid, now=now, state=state,
+                   features=features)
 
 
 def run_actions(ssn: Session, on_action: Callable[[str, float], None] | None = None) -> Decisions:
@@ -220,8 +223,10 @@ def run_session(
     uid: str = "session",
     now: float = 0.0,
     state: SessionState | None = None,
+    features: FeatureGates | None = None,
 ) -> Decisions:
-    ssn = open_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state)
+    ssn = open_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state,
+                       features=features)
     decisions = run_actions(ssn)
     ssn.release()  # nothing but the decisions is kept: freed at once, not by the cyclic collector
     return decisions
@@ -233,9 +238,10 @@ def schedule_manifests(
     *,
     scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
     now: float = 0.0,
+    features: FeatureGates | None = None,
 ) -> tuple[Session, Decisions]:
     """What ``tidesched schedule`` does after loading its inputs (``now``: the session's time,
     seconds since the epoch)."""
     snapshot = build_snapshot(manifests, scheduler_names=scheduler_names)
-    ssn = open_session(snapshot, config, scheduler_names=scheduler_names, now=now)
+    ssn = open_session(snapshot, config, scheduler_names=scheduler_names, now=now, features=features)
     return ssn, run_actions(ssn)

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.config import SchedulerConfig
+from tidesched.framework.features import FeatureGates, parse_feature_gates
 from tidesched.framework.session import Session
 from tidesched.cluster.api import Kube, connect
 from tidesched.cluster.runner import Runner, RunOptions
@@ -51,6 +52,13 @@ def _duration(text: str) -> float:
 
 def _int(text: str) -> int:
     return int(text.lstrip("="))
+
+
+def _feature_gates(text: str) -> FeatureGates:
+    try:
+        return parse_feature_gates(text.lstrip("="))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -113,6 +121,19 @@ def run_parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="a repeated event is rewritten at most this often (10m)",
     )
+    p.add_argument(
+        "--feature-gates",
+        type=_feature_gates,
+        default=FeatureGates(),
+        metavar="NAME=BOOL,...",
+        help="Volcano's feature gates; tidesched acts on SchedulingGatesQueueAdmission (default off)",
+    )
+    p.add_argument(
+        "--gate-removal-worker-num",
+        type=_int,
+        default=5,
+        help="concurrent scheduling-gate removals (5; with SchedulingGatesQueueAdmission)",
+    )
     p.add_argument("-v", "--v", dest="verbosity", type=_int, default=2, help="log verbosity (klog-like)")
     # Accepted for vc-scheduler compatibility, ignored.
     p.add_argument("--logtostderr", default=True, **flag, help=argparse.SUPPRESS)
@@ -144,6 +165,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         eviction_mode=args.eviction_mode,
         eviction_grace_period=args.eviction_grace_period,
         event_interval=args.event_aggregation_interval,
+        feature_gates=args.feature_gates,
+        gate_removal_workers=args.gate_removal_worker_num,
     )
 
 

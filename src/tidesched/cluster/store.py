@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from tidesched.cluster.api import ApiException, Kube, json_lines, status_of
+from tidesched.model.gates import only_volcano_gate, raw_gate_names
 
 log = logging.getLogger("tidesched.cluster.store")
 
@@ -413,6 +414,9 @@ def _waiting_pod(pod: dict[str, Any], names: frozenset[str] | None) -> bool:
         return False
     if names is not None and (spec.get("schedulerName") or "default-scheduler") not in names:
         return False
+    gates = raw_gate_names(spec)
+    if gates and not only_volcano_gate(gates):
+        return False  # no session can place it, or lift its gates: their removal is a change
     return ((pod.get("status") or {}).get("phase") or "Pending") == "Pending"
 
 

@@ -20,6 +20,8 @@ from tidesched.rules.selectors import CompiledLabelSelector, SelectorError, comp
 from tidesched.rules.taints import parse_toleration
 from tidesched.rules.topology_spread import SpreadConstraint, parse_spread_constraints
 from tidesched.model.claims import PodClaim, pod_claims
+from tidesched.model.dequeue import DEFAULT as DEFAULT_DEQUEUE, parse_dequeue_strategy
+from tidesched.model.gates import parse_scheduling_gates
 from tidesched.model.pod_conditions import scheduled_time
 from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
     INT32,
@@ -166,6 +168,8 @@ class Pod:
     vgpu_assignment: PodAssignment | None = None
     # spec.resourceClaims (DRA): the claims the pod may start with only once they are allocated
     claims: tuple[PodClaim, ...] = ()
+    # spec.schedulingGates' names: while any is there the pod is not scheduled (model.gates)
+    scheduling_gates: tuple[str, ...] = ()
     # when the PodScheduled condition turned True (0: not scheduled), for cdp's cooldown
     scheduled_time: float = 0.0
 
@@ -324,6 +328,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         vgpu=vgpu,
         vgpu_assignment=pod_assignment(meta.annotations) if vgpu is not None else None,
         claims=pod_claims(spec, status),
+        scheduling_gates=parse_scheduling_gates(spec),
         scheduled_time=scheduled_time(status),
     )
 
@@ -544,6 +549,7 @@ class Queue:
     # the field, so the queue itself still schedules and the plugin can refuse it clearly.
     node_group_affinity: "NodeGroupAffinity | None" = None
     affinity_error: str = ""
+    dequeue_strategy: str = DEFAULT_DEQUEUE  # spec.dequeueStrategy (model.dequeue)
 
     @property
     def name(self) -> str:
@@ -637,6 +643,7 @@ def parse_queue(obj: Mapping[str, Any]) -> Queue:
         state=state,
         node_group_affinity=affinity,
         affinity_error=affinity_error,
+        dequeue_strategy=parse_dequeue_strategy(spec),
     )
 
 
