@@ -5,7 +5,7 @@
 ``-v=3``) because an operator switching from vc-scheduler keeps the Deployment's argument list:
 vc-scheduler's flags are accepted with the same names; ``--logtostderr``,
 ``--node-worker-threads`` and stray positional arguments (the chart's ``2>&1``) are accepted and
-ignored.
+ignored, and the rest of vc-scheduler v1.15.1's flags are taken or refused as ``vc_flags`` says.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from tidesched.cluster.api import Kube, connect
 from tidesched.cluster.runner import Runner, RunOptions
 from tidesched.cluster.server import ListenError
 from tidesched.cluster.store import list_once
+from tidesched.cluster import vc_flags
 from tidesched.explain.quota import QuotaReport, report
 from tidesched.model.durations import parse_flag_duration
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
@@ -138,6 +139,7 @@ def run_parser() -> argparse.ArgumentParser:
     # Accepted for vc-scheduler compatibility, ignored.
     p.add_argument("--logtostderr", default=True, **flag, help=argparse.SUPPRESS)
     p.add_argument("--node-worker-threads", type=_int, default=None, help=argparse.SUPPRESS)
+    vc_flags.add_flags(p, _bool, _int)
     p.add_argument("ignored", nargs="*", help=argparse.SUPPRESS)
     return p
 
@@ -187,6 +189,13 @@ def run_main(argv: Sequence[str]) -> int:
     setup_logging(args.verbosity)
     if args.ignored:
         log.info("ignoring positional arguments %s", args.ignored)
+    notes, errors = vc_flags.check(args)
+    for note in notes:
+        log.info("%s", note)
+    if errors:
+        for e in errors:
+            print(f"error: {e}", file=sys.stderr)
+        return 2
     try:
         runner = Runner(options_from_args(args))
     except ConfigError as exc:
