@@ -39,6 +39,7 @@ from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import PODS, Resource
 from tidesched.model.status import PodGroupPhase, QueueState, TaskStatus
 from tidesched.model.vgpu import NodeDevices, PodAssignment, VgpuRequest, node_devices, pod_assignment, pod_request
+from tidesched.model.volumes import PodVolume, pod_volumes
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 KUBELET_DEFAULT_MAX_PODS = 110  # the kubelet's --max-pods default, registered as allocatable pods
@@ -164,6 +165,8 @@ class Pod:
     vgpu_assignment: PodAssignment | None = None
     # spec.resourceClaims (DRA): the claims the pod may start with only once they are allocated
     claims: tuple[PodClaim, ...] = ()
+    # spec.volumes that use PersistentVolumeClaims (model/volumes.py)
+    volumes: tuple[PodVolume, ...] = ()
 
     @property
     def key(self) -> str:
@@ -320,6 +323,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         vgpu=vgpu,
         vgpu_assignment=pod_assignment(meta.annotations) if vgpu is not None else None,
         claims=pod_claims(spec, status),
+        volumes=pod_volumes(spec, meta.name),
     )
 
 
