@@ -14,6 +14,7 @@ from rich.table import Table
 from tidesched.cli.common import (
     RUN,
     ConfigOpt,
+    IgnoredProvisionersOpt,
     KubeconfigOpt,
     NamesOpt,
     NowOpt,
@@ -42,10 +43,11 @@ def schedule(
     scheduler_name: NamesOpt = [DEFAULT_SCHEDULER_NAME],  # noqa: B006 - typer reads the default
     skip_invalid: SkipOpt = False,
     now: NowOpt = None,
+    ignored_provisioners: IgnoredProvisionersOpt = None,
 ) -> None:
     """Run one scheduling session over manifests and print its decisions."""
     with collector_paused():
-        ssn = prepare(paths, config, scheduler_name, skip_invalid, session_time(now))
+        ssn = prepare(paths, config, scheduler_name, skip_invalid, session_time(now), ignored_provisioners)
         decisions = run_actions(ssn)
         if RUN.own_process:
             # The process ends after the output, so nothing the session made needs collecting;
@@ -96,6 +98,7 @@ def explain(
     skip_invalid: SkipOpt = False,
     kubeconfig: KubeconfigOpt = None,
     now: NowOpt = None,
+    ignored_provisioners: IgnoredProvisionersOpt = None,
 ) -> None:
     """Say why a pod would stay pending (or where it would go); with NAMESPACE/podgroup/NAME or
     NAMESPACE/job/NAME (a Volcano Job), why a gang waits: its gang condition, task roles, queue
@@ -107,7 +110,9 @@ def explain(
     except TargetError as exc:
         fail(str(exc))
         return
-    ssn = prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig, session_time(now))
+    ssn = prepare_any(
+        paths, config, scheduler_name, skip_invalid, kubeconfig, session_time(now), ignored_provisioners
+    )
     if target.kind != "pod":
         try:
             lines = explain_group(ssn, target)
