@@ -10,6 +10,7 @@ from tidesched.cluster.store import (
     NODE,
     POD,
     PODGROUP,
+    PV,
     RESOURCE_TYPES,
     ClusterStore,
     Informer,
@@ -277,3 +278,24 @@ def test_podgroups_a_session_moved_on_are_no_work_until_their_write_shows_or_fai
     assert "ns/g" not in store.enqueued  # not Pending in the store: nothing to hold
     store.replace(PODGROUP, {"ns/g": group})
     assert store.has_work()
+
+
+def test_an_assumed_storage_object_shows_until_the_watch_brings_another_version() -> None:
+    """A PV a bind is giving to its claim: sessions see the write at once, and the API's object
+    again as soon as any newer version of it arrives (or the write is given up)."""
+    store = ClusterStore()
+    pv = {"kind": "PersistentVolume", "metadata": {"name": "pv-1", "resourceVersion": "5"}, "spec": {}}
+    store.replace(PV, {"pv-1": pv})
+    store.take_changes()
+    claimed = {**pv, "spec": {"claimRef": {"namespace": "ns", "name": "data"}}}
+    store.assume_object(PV, "pv-1", claimed)
+    assert store.take_changes() == [(PV, "pv-1", claimed)]
+    assert claimed in store.snapshot_objects() and pv not in store.snapshot_objects()
+    store.apply(PV, "MODIFIED", "pv-1", pv)  # the same version again (a relist): still ours
+    assert store.take_changes() == [(PV, "pv-1", claimed)]
+    written = {**claimed, "metadata": {"name": "pv-1", "resourceVersion": "6"}}
+    store.apply(PV, "MODIFIED", "pv-1", written)
+    assert store.take_changes() == [(PV, "pv-1", written)] and not store.assumed_objects
+    store.assume_object(PV, "pv-1", claimed)
+    store.forget_object(PV, "pv-1")
+    assert store.take_changes() == [(PV, "pv-1", written)]

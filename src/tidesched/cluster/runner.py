@@ -39,6 +39,7 @@ from tidesched.cluster.server import HttpServer, ListenError, Metrics, routes_fo
 from tidesched.cluster.status import EventRecorder, StatusBatch, StatusWriter
 from tidesched.cluster.store import ClusterStore, Informer, start_informers
 from tidesched.model.cache import ClusterCache
+from tidesched.model.volumes import VolumePlan
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
 from tidesched.scheduler import collector_paused, config_from_file, open_session, run_actions
 
@@ -54,6 +55,8 @@ class RunOptions:
     host: str | None = None  # a plain API URL instead of a kubeconfig (kubectl proxy, fault-injection tests)
     scheduler_conf: str | None = None
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
+    # vc-scheduler's --ignored-provisioners: their volumes do not count against attach limits
+    ignored_provisioners: tuple[str, ...] = ()
     schedule_period: float = 1.0
     # With nothing pending, sessions (status refresh only) at most this often; None: a period,
     # 10 × the last session's duration, ≥ 1 s.
@@ -115,7 +118,7 @@ class Runner:
         self.store = ClusterStore(scheduler_names=frozenset(options.scheduler_names))
         # Parsed objects and session infos, kept up to date from the store's changes by the
         # scheduling loop alone (the informer threads only touch the store).
-        self.cache = ClusterCache(options.scheduler_names)
+        self.cache = ClusterCache(options.scheduler_names, ignored_provisioners=options.ignored_provisioners)
         co = options.component_options
         self.recorder = EventRecorder(
             self.event_kube,
@@ -365,7 +368,9 @@ class Runner:
             )
             # Binds start as the session dispatches them (Volcano's cache binds while the
             # session goes on), so the first pods bind before a long first session ends.
-            ssn.on_dispatch = lambda key, node: self._dispatch(key, node, ssn.bind_annotations.get(key))
+            ssn.on_dispatch = lambda key, node: self._dispatch(
+                key, node, ssn.bind_annotations.get(key), ssn.volume_bindings.get(key)
+            )
             decisions = run_actions(ssn, on_action=self._observe_action)
         report = quota.report(ssn)  # at close: as the cluster will be once the binds land
         self._session_seconds = time.perf_counter() - t0
@@ -388,16 +393,24 @@ class Runner:
         finally:
             ssn.release()  # freed now, not left to the cyclic collector (Session.release)
 
-    def _dispatch(self, key: str, node: str, annotations: dict[str, str] | None = None) -> None:
+    def _dispatch(
+        self,
+        key: str,
+        node: str,
+        annotations: dict[str, str] | None = None,
+        volumes: VolumePlan | None = None,
+    ) -> None:
         if self.leading() and not self.stop_event.is_set():
-            self.binder.submit({key: node}, {key: annotations} if annotations else None)
+            self.binder.submit(
+                {key: node}, {key: annotations} if annotations else None, {key: volumes} if volumes else None
+            )
 
     def _observe_action(self, name: str, seconds: float) -> None:
         self.metrics.action_duration.labels(name).observe(seconds)
 
     def apply(self, d: Decisions, report: quota.QuotaReport) -> None:
         """Hand the decisions to the writers; returns at once (K8S-2: off the session path)."""
-        queued = self.binder.submit(d.bound, d.bind_annotations)
+        queued = self.binder.submit(d.bound, d.bind_annotations, d.volume_bindings)
         evicting = self.evictor.submit(d.evicted, d.eviction_reasons)
         # PodGroups this session moved on are no reason for the next one while their status
         # write is on its way (ClusterStore.assume_enqueued); first, so the write cannot beat it.
