@@ -23,6 +23,10 @@ WORLD_KINDS = (
     "ReplicaSet",
     "Pod",
     "PodDisruptionBudget",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
 )
 
 
