@@ -26,23 +26,53 @@ tiers:
 
 
 def _class(name: str, provisioner: str) -> dict[str, Any]:
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
-            "provisioner": provisioner, "volumeBindingMode": "WaitForFirstConsumer"}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
 
 
 def _claim(name: str, cls: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
-            "spec": {"storageClassName": cls, "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
-            "status": {"phase": "Pending"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+        "spec": {
+            "storageClassName": cls,
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+        "status": {"phase": "Pending"},
+    }
 
 
 def _local_pv(name: str, host: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
-            "spec": {"storageClassName": "local", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                     "local": {"path": "/mnt"}, "nodeAffinity": {"required": {"nodeSelectorTerms": [
-                         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}]}]}}},
-            "status": {"phase": "Available"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "storageClassName": "local",
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "local": {"path": "/mnt"},
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}
+                            ]
+                        }
+                    ]
+                }
+            },
+        },
+        "status": {"phase": "Available"},
+    }
 
 
 def _pod_with(name: str, claim: str) -> dict[str, Any]:
@@ -51,7 +81,9 @@ def _pod_with(name: str, claim: str) -> dict[str, Any]:
     return p
 
 
-def _start(api, tmp_path: Path, timeout: int = 600, ignored: tuple[str, ...] = ("kubernetes.io/no-provisioner",)):
+def _start(
+    api, tmp_path: Path, timeout: int = 600, ignored: tuple[str, ...] = ("kubernetes.io/no-provisioner",)
+):
     r = make_runner(api, tmp_path, CONFIG % timeout, ignored_provisioners=ignored)
     t = threading.Thread(target=r.run, daemon=True)
     t.start()
@@ -60,10 +92,12 @@ def _start(api, tmp_path: Path, timeout: int = 600, ignored: tuple[str, ...] = (
 
 def _bind_claim(api, claim: str, pv: str) -> None:
     """What the PV controller does once a claim's PV names it."""
+
     def bind(obj: dict[str, Any]) -> None:
         obj["spec"]["volumeName"] = pv
         obj["metadata"].setdefault("annotations", {})["pv.kubernetes.io/bind-completed"] = "yes"
         obj["status"] = {"phase": "Bound"}
+
     api.update("PersistentVolumeClaim", f"ns/{claim}", bind)
 
 
@@ -73,15 +107,27 @@ def _events(api, reason: str) -> list[dict[str, Any]]:
 
 def test_static_pv_is_bound_to_its_claim_before_the_pod(tmp_path: Path) -> None:
     with fake_api() as api:
-        api.create_many([
-            node("n1", labels={"kubernetes.io/hostname": "n1"}), node("n2", labels={"kubernetes.io/hostname": "n2"}),
-            queue("default"), _class("local", "kubernetes.io/no-provisioner"), _local_pv("pv-1", "n2"),
-            _claim("data", "local"), _claim("other", "local"),
-            podgroup("first", 1), _pod_with("first", "data"),
-        ])
+        api.create_many(
+            [
+                node("n1", labels={"kubernetes.io/hostname": "n1"}),
+                node("n2", labels={"kubernetes.io/hostname": "n2"}),
+                queue("default"),
+                _class("local", "kubernetes.io/no-provisioner"),
+                _local_pv("pv-1", "n2"),
+                _claim("data", "local"),
+                _claim("other", "local"),
+                podgroup("first", 1),
+                _pod_with("first", "data"),
+            ]
+        )
         r, t = _start(api, tmp_path)
         try:
-            assert wait(lambda: (api.get("PersistentVolume", "pv-1")["spec"].get("claimRef") or {}).get("name") == "data", 10)
+            assert wait(
+                lambda: (
+                    (api.get("PersistentVolume", "pv-1")["spec"].get("claimRef") or {}).get("name") == "data"
+                ),
+                10,
+            )
             pv = api.get("PersistentVolume", "pv-1")
             assert pv["spec"]["claimRef"]["uid"] == "uid-data"
             assert pv["metadata"]["annotations"]["pv.kubernetes.io/bound-by-controller"] == "yes"
@@ -101,22 +147,39 @@ def test_static_pv_is_bound_to_its_claim_before_the_pod(tmp_path: Path) -> None:
 
 def test_claim_to_provision_gets_the_node_and_a_failed_provisioning_frees_the_pod(tmp_path: Path) -> None:
     with fake_api() as api:
-        api.create_many([
-            node("n1"), queue("default"), _class("fast", "disk.example.com"), _claim("data", "fast"),
-            podgroup("p", 1), _pod_with("p", "data"),
-        ])
+        api.create_many(
+            [
+                node("n1"),
+                queue("default"),
+                _class("fast", "disk.example.com"),
+                _claim("data", "fast"),
+                podgroup("p", 1),
+                _pod_with("p", "data"),
+            ]
+        )
         r, t = _start(api, tmp_path, ignored=("disk.example.com",))
         try:
+
             def selected() -> str | None:
                 return (api.get("PersistentVolumeClaim", "ns/data")["metadata"].get("annotations") or {}).get(
-                    "volume.kubernetes.io/selected-node")
+                    "volume.kubernetes.io/selected-node"
+                )
+
             assert wait(lambda: selected() == "n1", 10)
             assert api.count("POST", r"/binding$") == 0
             # The provisioner cannot make the volume there: the PV controller drops the node.
-            api.update("PersistentVolumeClaim", "ns/data", lambda o: o["metadata"]["annotations"].pop(
-                "volume.kubernetes.io/selected-node"))
-            assert wait(lambda: any('selectedNode annotation reset for PVC "data"' in e["message"]
-                                    for e in _events(api, "FailedScheduling")), 10)
+            api.update(
+                "PersistentVolumeClaim",
+                "ns/data",
+                lambda o: o["metadata"]["annotations"].pop("volume.kubernetes.io/selected-node"),
+            )
+            assert wait(
+                lambda: any(
+                    'selectedNode annotation reset for PVC "data"' in e["message"]
+                    for e in _events(api, "FailedScheduling")
+                ),
+                10,
+            )
             assert bound_nodes(api)["ns/p"] == ""
         finally:
             r.stop()
@@ -125,15 +188,25 @@ def test_claim_to_provision_gets_the_node_and_a_failed_provisioning_frees_the_po
 
 def test_the_wait_for_the_pv_controller_times_out(tmp_path: Path) -> None:
     with fake_api() as api:
-        api.create_many([
-            node("n1", labels={"kubernetes.io/hostname": "n1"}), queue("default"),
-            _class("local", "kubernetes.io/no-provisioner"), _local_pv("pv-1", "n1"), _claim("data", "local"),
-            podgroup("p", 1), _pod_with("p", "data"),
-        ])
+        api.create_many(
+            [
+                node("n1", labels={"kubernetes.io/hostname": "n1"}),
+                queue("default"),
+                _class("local", "kubernetes.io/no-provisioner"),
+                _local_pv("pv-1", "n1"),
+                _claim("data", "local"),
+                podgroup("p", 1),
+                _pod_with("p", "data"),
+            ]
+        )
         r, t = _start(api, tmp_path, timeout=1)
         try:
-            assert wait(lambda: any("binding volumes: timed out" in e["message"]
-                                    for e in _events(api, "FailedScheduling")), 15)
+            assert wait(
+                lambda: any(
+                    "binding volumes: timed out" in e["message"] for e in _events(api, "FailedScheduling")
+                ),
+                15,
+            )
             assert api.count("POST", r"/binding$") == 0
         finally:
             r.stop()

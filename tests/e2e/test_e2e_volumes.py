@@ -21,7 +21,16 @@ from typing import Any, Iterator
 
 import pytest
 
-from cluster import GROUP_NAME, VOLCANO_115_CI_CONF, bound, create_node, create_podgroup, events, pod_body, wait_until
+from cluster import (
+    GROUP_NAME,
+    VOLCANO_115_CI_CONF,
+    bound,
+    create_node,
+    create_podgroup,
+    events,
+    pod_body,
+    wait_until,
+)
 from controlplane import ControlPlane, _Proc
 
 SC, PV = "/apis/storage.k8s.io/v1/storageclasses", "/api/v1/persistentvolumes"
@@ -59,12 +68,20 @@ def _kcm_binary(cp: ControlPlane) -> Path:
 def pv_controller(control_plane: ControlPlane) -> Iterator[_Proc]:
     workdir = control_plane.workdir
     kubeconfig = control_plane.kubeconfig(workdir / "kcm.kubeconfig", control_plane.admin_token, user="kcm")
-    proc = _Proc("kube-controller-manager", [
-        str(_kcm_binary(control_plane)),
-        f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}", "--leader-elect=false", "--secure-port=0",
-        f"--controllers={','.join(VOLUME_CONTROLLERS)}", "-v=2",
-    ], workdir / "kube-controller-manager.log")
+    proc = _Proc(
+        "kube-controller-manager",
+        [
+            str(_kcm_binary(control_plane)),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--secure-port=0",
+            f"--controllers={','.join(VOLUME_CONTROLLERS)}",
+            "-v=2",
+        ],
+        workdir / "kube-controller-manager.log",
+    )
     proc.start()
     try:
         yield proc
@@ -73,21 +90,52 @@ def pv_controller(control_plane: ControlPlane) -> Iterator[_Proc]:
 
 
 def _class(name: str, provisioner: str, mode: str) -> dict[str, Any]:
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
-            "provisioner": provisioner, "volumeBindingMode": mode}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": mode,
+    }
 
 
 def _local_pv(name: str, cls: str, node: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
-            "spec": {"storageClassName": cls, "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                     "persistentVolumeReclaimPolicy": "Retain", "local": {"path": "/mnt/disk"},
-                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                         {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "storageClassName": cls,
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "local": {"path": "/mnt/disk"},
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+                            ]
+                        }
+                    ]
+                }
+            },
+        },
+    }
 
 
 def _claim(ns: str, name: str, cls: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": ns},
-            "spec": {"storageClassName": cls, "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "storageClassName": cls,
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
 
 
 def _pod(api, ns: str, name: str, claim: str) -> None:
@@ -160,22 +208,34 @@ def test_immediate_claim_and_one_provisioned_on_the_chosen_node(e2e, storage) ->
     api.post(f"/api/v1/namespaces/{ns}/persistentvolumeclaims", _claim(ns, "scratch", fast))
     _pod(api, ns, "reader", "config")
     _pod(api, ns, "builder", "scratch")
-    e2e.scheduler(VOLCANO_115_CI_CONF, args=["--ignored-provisioners", "kubernetes.io/no-provisioner,disk.example.com"])
+    e2e.scheduler(
+        VOLCANO_115_CI_CONF, args=["--ignored-provisioners", "kubernetes.io/no-provisioner,disk.example.com"]
+    )
 
     # Immediate: the PV controller binds the claim by itself; the pod follows the PV to node-a.
     wait_until(lambda: bound(api, ns).get("reader") == "node-a", 30, "reader bound to node-a")
     assert _claim_of(api, ns, "config")["spec"]["volumeName"] == f"pv-{ns}"
 
     # To provision: tidesched gives the claim its node; the pod waits for the volume.
-    node = wait_until(lambda: (_claim_of(api, ns, "scratch")["metadata"].get("annotations") or {}).get(
-        "volume.kubernetes.io/selected-node"), 30, "the claim to provision given a node")
+    node = wait_until(
+        lambda: (_claim_of(api, ns, "scratch")["metadata"].get("annotations") or {}).get(
+            "volume.kubernetes.io/selected-node"
+        ),
+        30,
+        "the claim to provision given a node",
+    )
     assert "builder" not in bound(api, ns)
     # The external provisioner (played here) makes the volume there, naming the claim.
     claim = _claim_of(api, ns, "scratch")
     pv = _local_pv(f"pvc-{claim['metadata']['uid']}", fast, node)
     pv["metadata"]["annotations"] = {"pv.kubernetes.io/provisioned-by": "disk.example.com"}
-    pv["spec"]["claimRef"] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": ns,
-                              "name": "scratch", "uid": claim["metadata"]["uid"]}
+    pv["spec"]["claimRef"] = {
+        "kind": "PersistentVolumeClaim",
+        "apiVersion": "v1",
+        "namespace": ns,
+        "name": "scratch",
+        "uid": claim["metadata"]["uid"],
+    }
     _create(api, storage, PV, pv)
     wait_until(lambda: bound(api, ns).get("builder") == node, 30, "builder bound where its volume was made")
     assert _claim_of(api, ns, "scratch")["status"]["phase"] == "Bound"

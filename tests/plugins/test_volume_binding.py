@@ -26,19 +26,39 @@ ZONES = ("za", "zb", "zc")
 
 
 def _nodes(n: int) -> list:
-    return [parse_node({"kind": "Node", "metadata": {"name": f"n{i:02d}", "labels": {
-        "kubernetes.io/hostname": f"n{i:02d}", "zone": ZONES[i % 3]}},
-        "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "10"}}}) for i in range(n)]
+    return [
+        parse_node(
+            {
+                "kind": "Node",
+                "metadata": {
+                    "name": f"n{i:02d}",
+                    "labels": {"kubernetes.io/hostname": f"n{i:02d}", "zone": ZONES[i % 3]},
+                },
+                "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "10"}},
+            }
+        )
+        for i in range(n)
+    ]
 
 
 def _world(rng: random.Random, n_nodes: int):
     nodes = _nodes(n_nodes)
     classes = [
-        parse_storage_class({"metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
-                             "volumeBindingMode": "WaitForFirstConsumer"}),
-        parse_storage_class({"metadata": {"name": "zonal"}, "provisioner": "disk.example.com",
-                             "volumeBindingMode": "WaitForFirstConsumer",
-                             "allowedTopologies": [{"matchLabelExpressions": [{"key": "zone", "values": ["za", "zb"]}]}]}),
+        parse_storage_class(
+            {
+                "metadata": {"name": "local"},
+                "provisioner": "kubernetes.io/no-provisioner",
+                "volumeBindingMode": "WaitForFirstConsumer",
+            }
+        ),
+        parse_storage_class(
+            {
+                "metadata": {"name": "zonal"},
+                "provisioner": "disk.example.com",
+                "volumeBindingMode": "WaitForFirstConsumer",
+                "allowedTopologies": [{"matchLabelExpressions": [{"key": "zone", "values": ["za", "zb"]}]}],
+            }
+        ),
     ]
     pvs = []
     for i in range(rng.randint(0, 3 * n_nodes)):
@@ -47,18 +67,34 @@ def _world(rng: random.Random, n_nodes: int):
             key, value = "kubernetes.io/hostname", f"n{rng.randrange(n_nodes):02d}"
         else:
             key, value = "zone", rng.choice(ZONES)
-        spec = {"storageClassName": cls, "capacity": {"storage": f"{rng.choice([1, 2, 5, 10])}Gi"},
-                "accessModes": rng.choice([["ReadWriteOnce"], ["ReadWriteOnce", "ReadWriteMany"]]),
-                "nodeAffinity": {"required": {"nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}]}}}
+        spec = {
+            "storageClassName": cls,
+            "capacity": {"storage": f"{rng.choice([1, 2, 5, 10])}Gi"},
+            "accessModes": rng.choice([["ReadWriteOnce"], ["ReadWriteOnce", "ReadWriteMany"]]),
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}
+                    ]
+                }
+            },
+        }
         phase = rng.choice(["Available"] * 5 + ["Released"])
         pvs.append(parse_pv({"metadata": {"name": f"pv{i:03d}"}, "spec": spec, "status": {"phase": phase}}))
     claims = []
     for j in range(rng.randint(1, 3)):
-        claims.append(parse_pvc({"metadata": {"name": f"c{j}", "namespace": "ns"}, "spec": {
-            "storageClassName": rng.choice(["local", "zonal"]),
-            "accessModes": rng.choice([["ReadWriteOnce"], ["ReadWriteMany"]]),
-            "resources": {"requests": {"storage": f"{rng.choice([1, 2, 5])}Gi"}}}}))
+        claims.append(
+            parse_pvc(
+                {
+                    "metadata": {"name": f"c{j}", "namespace": "ns"},
+                    "spec": {
+                        "storageClassName": rng.choice(["local", "zonal"]),
+                        "accessModes": rng.choice([["ReadWriteOnce"], ["ReadWriteMany"]]),
+                        "resources": {"requests": {"storage": f"{rng.choice([1, 2, 5])}Gi"}},
+                    },
+                }
+            )
+        )
     return nodes, classes, pvs, claims
 
 
@@ -74,7 +110,11 @@ def _reference(nodes, catalog: VolumeCatalog, claims) -> tuple[np.ndarray, list[
             for pv in catalog.pvs_of_class(pvc.storage_class):
                 if pv.name in chosen.values() or pv.claim_ref is not None:
                     continue
-                if pv.capacity < pvc.request or pv.phase != "Available" or not pvc.access_modes <= pv.access_modes:
+                if (
+                    pv.capacity < pvc.request
+                    or pv.phase != "Available"
+                    or not pvc.access_modes <= pv.access_modes
+                ):
                     continue
                 expr = pv.node_terms[0]["matchExpressions"][0]
                 if labels.get(expr["key"]) not in expr["values"]:
@@ -107,23 +147,48 @@ def test_filter_matches_kube_schedulers_node_by_node_loop(seed: int) -> None:
     want_pass, want_chosen = _reference(nodes, catalog, claims)
     assert (~failing).tolist() == want_pass.tolist()
     for row, want in enumerate(want_chosen):
-        got = {pvc.name: binder._pv_list[int(best[row])].name for pvc, best in evaluation.matched if best[row] >= 0}
+        got = {
+            pvc.name: binder._pv_list[int(best[row])].name
+            for pvc, best in evaluation.matched
+            if best[row] >= 0
+        }
         assert got == want, f"node {nodes[row].name}"
 
 
 def _task(name: str, claim: str) -> TaskInfo:
-    pod = parse_pod({"kind": "Pod", "metadata": {"name": name, "namespace": "ns"}, "spec": {
-        "containers": [{}], "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]}})
+    pod = parse_pod(
+        {
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {
+                "containers": [{}],
+                "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}],
+            },
+        }
+    )
     return TaskInfo(pod, "ns/pg", 0)
 
 
 def test_a_reserved_pv_is_nobody_elses_until_unreserved() -> None:
     nodes = _nodes(1)
-    local = parse_storage_class({"metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
-                                 "volumeBindingMode": "WaitForFirstConsumer"})
-    pv = parse_pv({"metadata": {"name": "pv-1"}, "spec": {"storageClassName": "local", "capacity": {"storage": "1Gi"}},
-                   "status": {"phase": "Available"}})
-    claims = [parse_pvc({"metadata": {"name": c, "namespace": "ns"}, "spec": {"storageClassName": "local"}}) for c in "ab"]
+    local = parse_storage_class(
+        {
+            "metadata": {"name": "local"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
+    pv = parse_pv(
+        {
+            "metadata": {"name": "pv-1"},
+            "spec": {"storageClassName": "local", "capacity": {"storage": "1Gi"}},
+            "status": {"phase": "Available"},
+        }
+    )
+    claims = [
+        parse_pvc({"metadata": {"name": c, "namespace": "ns"}, "spec": {"storageClassName": "local"}})
+        for c in "ab"
+    ]
     table = NodeTable(nodes, {})
     binder = VolumeBinder(VolumeCatalog(claims, [pv], [local]), NodeLabelIndex(table.names, [{}]), table)
     first, second = _task("p-a", "a"), _task("p-b", "b")

@@ -67,7 +67,9 @@ def _path(kind: str, key: str) -> str:
     return f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{name}"
 
 
-def _claimed(pv: dict[str, Any], claim_key: str, claim_uid: str, claim: dict[str, Any]) -> dict[str, Any] | None:
+def _claimed(
+    pv: dict[str, Any], claim_key: str, claim_uid: str, claim: dict[str, Any]
+) -> dict[str, Any] | None:
     """The PV bound to the claim (GetBindVolumeToClaim), None when it already is."""
     ns, name = claim_key.split("/", 1)
     spec = dict(pv.get("spec") or {})
@@ -77,8 +79,12 @@ def _claimed(pv: dict[str, Any], claim_key: str, claim_uid: str, claim: dict[str
     if bound and ref.get("uid") == claim_uid:
         return None
     spec["claimRef"] = {
-        "kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": ns, "name": name,
-        "uid": claim_uid, "resourceVersion": _meta(claim).get("resourceVersion", ""),
+        "kind": "PersistentVolumeClaim",
+        "apiVersion": "v1",
+        "namespace": ns,
+        "name": name,
+        "uid": claim_uid,
+        "resourceVersion": _meta(claim).get("resourceVersion", ""),
     }
     md = dict(_meta(pv))
     if not bound:
@@ -89,8 +95,16 @@ def _claimed(pv: dict[str, Any], claim_key: str, claim_uid: str, claim: dict[str
 class VolumePreBinder:
     """Writes each prebind's PVs and claims, then waits for the PV controller."""
 
-    def __init__(self, kube: Kube, store: ClusterStore, *, may_send: Callable[[], bool] | None = None,
-                 owner: object = None, max_active: int = 16, poll: float = 0.5) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        store: ClusterStore,
+        *,
+        may_send: Callable[[], bool] | None = None,
+        owner: object = None,
+        max_active: int = 16,
+        poll: float = 0.5,
+    ) -> None:
         self.kube = kube
         self.store = store
         self.may_send = may_send
@@ -134,8 +148,13 @@ class VolumePreBinder:
             return
         kind, key, obj = job.writes[i]
         self.kube.send(
-            "PUT", _path(kind, key), obj, lambda answer, exc: self._written(job, i, answer, exc),
-            may_send=self._allowed, owner=self.owner, max_active=self.max_active,
+            "PUT",
+            _path(kind, key),
+            obj,
+            lambda answer, exc: self._written(job, i, answer, exc),
+            may_send=self._allowed,
+            owner=self.owner,
+            max_active=self.max_active,
         )
 
     def _written(
@@ -143,8 +162,12 @@ class VolumePreBinder:
     ) -> None:
         kind, key, _obj = job.writes[i]
         if exc is not None:
-            self._finish(job, "cancelled" if isinstance(exc, Cancelled) else
-                         f"binding volumes: updating {kind} {key}: {error_message(exc)}")
+            self._finish(
+                job,
+                "cancelled"
+                if isinstance(exc, Cancelled)
+                else f"binding volumes: updating {kind} {key}: {error_message(exc)}",
+            )
             return
         job.written[(kind, key)] = _rv(answer)
         self._write(job, i + 1)

@@ -14,7 +14,7 @@ owned by the pod. Other volume kinds need no scheduling and are not read.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,7 +92,9 @@ def pod_volumes(spec: Mapping[str, Any], pod_name: str) -> tuple[PodVolume, ...]
         else:
             mapping(vol, "ephemeral", f"{at}.ephemeral")
             if not name:
-                raise ObjectError(f"{at}.name", "missing or empty (an ephemeral volume's claim is named by it)")
+                raise ObjectError(
+                    f"{at}.name", "missing or empty (an ephemeral volume's claim is named by it)"
+                )
             out.append(PodVolume(name, f"{pod_name}-{name}", True))
     return tuple(out)
 
@@ -269,8 +271,10 @@ def parse_pv(obj: Mapping[str, Any]) -> PersistentVolume:
     csi = None
     if spec.get("csi") is not None:
         source = mapping(spec, "csi", "spec.csi")
-        csi = CsiSource(parse_str(source.get("driver"), "spec.csi.driver"),
-                        parse_str(source.get("volumeHandle"), "spec.csi.volumeHandle"))
+        csi = CsiSource(
+            parse_str(source.get("driver"), "spec.csi.driver"),
+            parse_str(source.get("volumeHandle"), "spec.csi.volumeHandle"),
+        )
     terms, affinity_key = _node_terms(spec)
     return PersistentVolume(
         name=name,
@@ -388,7 +392,7 @@ class VolumeCatalog:
     looks claims and volumes up in. Immutable once built; a session keeps its own assumptions
     (PVs given to claims, nodes chosen for provisioning) beside it."""
 
-    __slots__ = ("pvcs", "pvs", "classes", "csi_nodes", "ignored_provisioners", "_by_class")
+    __slots__ = ("pvcs", "pvs", "classes", "csi_nodes", "ignored_provisioners", "_by_class", "_memo")
 
     def __init__(
         self,
@@ -404,6 +408,15 @@ class VolumeCatalog:
         self.csi_nodes = {n.name: n for n in csi_nodes}
         self.ignored_provisioners = DEFAULT_IGNORED_PROVISIONERS | frozenset(ignored_provisioners)
         self._by_class: dict[str, list[PersistentVolume]] | None = None
+        self._memo: dict[Any, Any] = {}
+
+    def memo(self, key: Any, build: Callable[[], Any]) -> Any:
+        """``build()`` once per catalog (what readers derive from these objects alone)."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = build()
+            return value
 
     def pvs_of_class(self, name: str) -> list[PersistentVolume]:
         """The PVs of a storage class in name order (the assume cache's ListPVs)."""

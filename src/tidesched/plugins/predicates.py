@@ -387,7 +387,7 @@ class PredicatesPlugin(Plugin):
         claims = self._volume_binder().claims(task)
         if isinstance(claims, str):
             return  # the PreFilter's failure was named above
-        for why, nodes in self._volume_binder().filter(claims):
+        for why, nodes in self._volume_binder().filter(claims, task):
             _fail(passed, failures, why, nodes, True)
 
     def _plan_volumes(self, task: "TaskInfo") -> "VolumePlan | None":

@@ -33,7 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tidesched.model.volumes import PersistentVolume, PersistentVolumeClaim, VolumeCatalog, VolumePlan, not_owned
+from tidesched.model.volumes import (
+    PersistentVolume,
+    PersistentVolumeClaim,
+    VolumeCatalog,
+    VolumePlan,
+    not_owned,
+)
 
 if TYPE_CHECKING:
     from tidesched.model.infos import TaskInfo
@@ -65,6 +71,67 @@ class _Evaluation:
     provisioned: list[PersistentVolumeClaim]  # claims already given a node (provisioned there)
 
 
+class _ClassIndex:
+    """A storage class's PVs as arrays over them (name order), for matching a claim against all
+    of them at once: capacity, whether free in the catalog (Available, no claimRef, not being
+    deleted), volume mode, attributes class, access modes as bits, and the one node row a PV
+    fits (-1: none, or several — ``spans``). Made once per catalog and node set."""
+
+    __slots__ = (
+        "pvs",
+        "capacity",
+        "free",
+        "mode",
+        "vac",
+        "codes",
+        "access",
+        "bits",
+        "row",
+        "spans",
+        "order",
+        "bound_to",
+    )
+
+    def __init__(self, pvs: list[PersistentVolume], masks: list[np.ndarray]) -> None:
+        self.pvs = pvs
+        self.bits: dict[str, int] = {}
+        self.capacity = np.array([pv.capacity for pv in pvs], dtype=np.int64)
+        self.free = np.array(
+            [pv.phase == "Available" and pv.claim_ref is None and not pv.deleting for pv in pvs], dtype=bool
+        )
+        # volume modes and attributes classes as codes (a value no PV has: -1)
+        self.codes: dict[str, int] = {}
+        self.mode = np.array(
+            [self.codes.setdefault(pv.volume_mode, len(self.codes)) for pv in pvs], dtype=np.int64
+        )
+        self.vac = np.array(
+            [self.codes.setdefault(pv.attributes_class, len(self.codes)) for pv in pvs], dtype=np.int64
+        )
+        self.access = np.array([self.access_bits(pv.access_modes, grow=True) for pv in pvs], dtype=np.int64)
+        counts = np.array([int(m.sum()) for m in masks], dtype=np.int64)
+        self.row = np.array(
+            [int(np.argmax(m)) if c == 1 else -1 for m, c in zip(masks, counts)], dtype=np.int64
+        )
+        self.spans = counts > 1
+        self.order = np.lexsort((np.arange(len(pvs)), self.capacity))  # smallest first, then name order
+        self.bound_to: dict[str, list[int]] = {}  # claim key -> positions of PVs whose claimRef names it
+        for i, pv in enumerate(pvs):
+            if pv.claim_ref is not None:
+                self.bound_to.setdefault(pv.claim_ref.key, []).append(i)
+
+    def access_bits(self, modes: frozenset[str], grow: bool = False) -> int:
+        """Access modes as bits; a mode no PV of the class offers gets a bit none has."""
+        out = 0
+        for mode in sorted(modes):
+            bit = self.bits.get(mode)
+            if bit is None:
+                if not grow:
+                    return -1
+                bit = self.bits[mode] = 1 << len(self.bits)
+            out |= bit
+        return out
+
+
 @dataclass(slots=True)
 class _Reservation:
     node: str
@@ -81,7 +148,8 @@ def claim_error(task: "TaskInfo", catalog: VolumeCatalog) -> str | None:
         pvc = catalog.claim(ns, vol.claim)
         if pvc is None:
             if vol.ephemeral:
-                return f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{vol.claim}"'
+                waiting = "waiting for ephemeral volume controller to create the persistentvolumeclaim"
+                return f'{waiting} "{vol.claim}"'
             return f'persistentvolumeclaim "{vol.claim}" not found'
         if pvc.phase == "Lost":
             missing = f'persistentvolume "{pvc.volume_name}"'
@@ -104,15 +172,23 @@ class VolumeBinder:
         self.labels = labels
         self.table = table
         self.names = np.array(table.names, dtype=object)
-        # PVs given to a claim this session (by reservations: counted, shared by pods of a claim)
+        # PVs given to a claim this session (by reservations: counted, shared by pods of a claim),
+        # also as a mask over PV ids and as the PVs given to each claim
         self._assumed_pv: dict[str, PersistentVolumeClaim] = {}
         self._assumed_pv_count: Counter[str] = Counter()
+        self._taken = np.zeros(0, dtype=bool)
+        self._given: dict[str, set[int]] = {}
         # claims given a node to provision on this session
         self._assumed_node: dict[str, str] = {}
         self._assumed_node_count: Counter[str] = Counter()
         self._reserved: dict[str, _Reservation] = {}
         self._pv_ids: dict[str, int] = {}
         self._pv_list: list[PersistentVolume] = []
+        self._class_offsets: dict[str, int] = {}  # a class's first PV id in _pv_list
+        # The last evaluation, reused while the task and the session's assumptions are the same
+        # (the Filter of a placement and its Reserve).
+        self._epoch = 0
+        self._last: tuple[str, int, _Evaluation] | None = None
 
     # -- PreFilter ------------------------------------------------------------------------
 
@@ -141,10 +217,19 @@ class VolumeBinder:
 
     # -- Filter ---------------------------------------------------------------------------
 
-    def filter(self, claims: PodClaims) -> list[tuple[str, np.ndarray]]:
+    def filter(self, claims: PodClaims, task: "TaskInfo | None" = None) -> list[tuple[str, np.ndarray]]:
         """Per reason, the nodes failing for it, in kube-scheduler's order of reasons (a node
         failing for several is named by the first)."""
-        return self._evaluate(claims).failures
+        return self._evaluation(claims, task).failures
+
+    def _evaluation(self, claims: PodClaims, task: "TaskInfo | None") -> _Evaluation:
+        last = self._last
+        if task is not None and last is not None and last[0] == task.uid and last[1] == self._epoch:
+            return last[2]
+        evaluation = self._evaluate(claims)
+        if task is not None:
+            self._last = (task.uid, self._epoch, evaluation)
+        return evaluation
 
     def _evaluate(self, claims: PodClaims) -> _Evaluation:
         n = len(self.names)
@@ -210,30 +295,69 @@ class VolumeBinder:
             self._pv_list.append(pv)
         return i
 
+    def _class_index(self, name: str) -> tuple[_ClassIndex, int]:
+        """The class's PV index and the id of its first PV (its PVs have consecutive ids)."""
+        shared = self.table.shared
+
+        def build() -> tuple[object, _ClassIndex]:
+            pvs = self.catalog.pvs_of_class(name)
+            return shared, _ClassIndex(pvs, [self._affinity(pv) for pv in pvs])
+
+        index = self.catalog.memo(("volume-binding.class", name, id(shared)), build)[1]
+        offset = self._class_offsets.get(name)
+        if offset is None:
+            offset = self._class_offsets[name] = len(self._pv_list)
+            for pv in index.pvs:
+                self._pv_ids[pv.name] = len(self._pv_list)
+                self._pv_list.append(pv)
+            self._taken = np.concatenate([self._taken, np.zeros(len(index.pvs), dtype=bool)])
+        return index, offset
+
     def _match(self, pvc: PersistentVolumeClaim, chosen: list[np.ndarray]) -> np.ndarray:
         """FindMatchingVolume on every node: the id of the PV the claim gets there, -1 none. A PV
         bound (or pre-bound) to the claim decides alone; else the smallest available PV that
-        matches, first by name among equals, not taken by an earlier claim of the pod there."""
+        matches, first by name among equals, not taken by an earlier claim of the pod there.
+        The PVs of the class are filtered as arrays; node-local PVs (one node each, the usual
+        kind) are then placed at once, the first in order per node."""
         best = np.full(len(self.names), -1, dtype=np.int64)
-        available: list[PersistentVolume] = []
-        for pv in self.catalog.pvs_of_class(pvc.storage_class):
+        index, offset = self._class_index(pvc.storage_class)
+        if not index.pvs:
+            return best
+        end = offset + len(index.pvs)
+        given = [i - offset for i in self._given.get(pvc.key, ()) if offset <= i < end]
+        bound = sorted({*index.bound_to.get(pvc.key, ()), *given})
+        for i in bound:  # bound to this claim (in name order): the first that fits decides alone
+            pv = index.pvs[i]
             ref = self._claim_ref(pv)
-            if ref is not None and not self._bound_to(ref, pvc):
+            if ref is None or not self._bound_to(ref, pvc):
                 continue
             if pv.capacity < pvc.request or pv.volume_mode != pvc.volume_mode:
                 continue
             if pv.attributes_class != pvc.attributes_class or pv.deleting:
                 continue
-            if ref is not None:  # bound to this claim: it or nothing
-                return np.where(self._affinity(pv), self._pv_id(pv), -1)
-            if pv.phase != "Available":
-                continue
-            if pvc.selector is not None and not pvc.selector.matches(pv.labels):
-                continue
-            if not pvc.access_modes <= pv.access_modes:
-                continue
-            available.append(pv)
-        for pv in sorted(available, key=lambda v: v.capacity):  # stable: name order among equals
+            return np.where(self._affinity(pv), offset + i, -1)
+        need = index.access_bits(pvc.access_modes)
+        mode, vac = index.codes.get(pvc.volume_mode, -1), index.codes.get(pvc.attributes_class, -1)
+        if need < 0 or mode < 0 or vac < 0:
+            return best
+        ok = index.free & (index.capacity >= pvc.request) & (index.mode == mode) & (index.vac == vac)
+        ok &= (index.access & need) == need
+        ok &= ~self._taken[offset:end]  # not given to a claim this session
+        if pvc.selector is not None:
+            for i in np.flatnonzero(ok).tolist():
+                ok[i] = pvc.selector.matches(index.pvs[i].labels)
+        order = index.order[ok[index.order]]  # the candidates, smallest first, then name order
+        if not index.spans[order].any():
+            rows = index.row[order]
+            ids = order + offset
+            keep = rows >= 0
+            for taken in chosen:
+                keep &= taken[np.maximum(rows, 0)] != ids
+            rows, ids = rows[keep], ids[keep]
+            # The first candidate of each node: assigned last to first, so the first one stays.
+            best[rows[::-1]] = ids[::-1]
+            return best
+        for pv in (index.pvs[i] for i in order.tolist()):
             rows = self._rows(pv)
             free = rows[best[rows] < 0]
             if not free.size:
@@ -251,7 +375,9 @@ class VolumeBinder:
         return self._terms_mask(pv.affinity_key, pv.node_terms)
 
     def _any_node(self) -> np.ndarray:
-        return self.table.memo(("volumes.any-node",), lambda: _read_only(np.ones(len(self.names), dtype=bool)))
+        return self.table.memo(
+            ("volumes.any-node",), lambda: _read_only(np.ones(len(self.names), dtype=bool))
+        )
 
     def _terms_mask(self, key: str, terms: tuple[Mapping[str, Any], ...]) -> np.ndarray:
         """Nodes matching any of the node selector terms (read-only, per node set and terms)."""
@@ -286,7 +412,7 @@ class VolumeBinder:
         claims = self.claims(task)
         if row is None or isinstance(claims, str):
             return
-        evaluation = self._evaluate(claims)
+        evaluation = self._evaluation(claims, task)
         if any(mask[row] for _r, mask in evaluation.failures):
             return  # not where the volumes fit (placed by a path that did not ask)
         static = [(self._pv_list[int(best[row])], pvc) for pvc, best in evaluation.matched if best[row] >= 0]
@@ -294,21 +420,29 @@ class VolumeBinder:
         for pv, pvc in static:
             self._assumed_pv[pv.name] = pvc
             self._assumed_pv_count[pv.name] += 1
+            pid = self._pv_ids[pv.name]
+            self._taken[pid] = True
+            self._given.setdefault(pvc.key, set()).add(pid)
         for pvc in provision:
             self._assumed_node[pvc.key] = task.node_name
             self._assumed_node_count[pvc.key] += 1
         self._reserved[task.uid] = _Reservation(task.node_name, static, provision)
+        self._epoch += 1
 
     def unreserve(self, task: "TaskInfo") -> None:
         """The task's placement was taken back: so are its assumptions."""
         res = self._reserved.pop(task.uid, None)
         if res is None:
             return
-        for pv, _pvc in res.static:
+        self._epoch += 1
+        for pv, pvc in res.static:
             self._assumed_pv_count[pv.name] -= 1
             if not self._assumed_pv_count[pv.name]:
                 del self._assumed_pv_count[pv.name]
                 del self._assumed_pv[pv.name]
+                pid = self._pv_ids[pv.name]
+                self._taken[pid] = False
+                self._given[pvc.key].discard(pid)
         for pvc in res.provision:
             self._assumed_node_count[pvc.key] -= 1
             if not self._assumed_node_count[pvc.key]:

@@ -29,7 +29,6 @@ from tidesched.model.objects import ObjectError
 from tidesched.model.volumes import (
     BIND_COMPLETED,
     BOUND_BY_CONTROLLER,
-    SELECTED_NODE,
     PersistentVolumeClaim,
     parse_pvc,
 )
@@ -66,11 +65,16 @@ class VolumeController:
                 self.dirty_claims.add(f"{ref.get('namespace') or 'default'}/{ref.get('name')}")
             else:
                 # A new or freed volume may be what a waiting Immediate claim needs.
-                self.dirty_claims.update(k for k, c in self.world.items("PersistentVolumeClaim") if not spec(c).get("volumeName"))
+                self.dirty_claims.update(
+                    k for k, c in self.world.items("PersistentVolumeClaim") if not spec(c).get("volumeName")
+                )
         elif kind == "Pod":
             if new is None:
                 self.dirty_pods.add(key)
-            elif any(isinstance(v, Mapping) and v.get("ephemeral") is not None for v in spec(new).get("volumes") or ()):
+            elif any(
+                isinstance(v, Mapping) and v.get("ephemeral") is not None
+                for v in spec(new).get("volumes") or ()
+            ):
                 self.dirty_pods.add(key)
 
     def reconcile(self, now: float) -> None:
@@ -79,7 +83,11 @@ class VolumeController:
             self._ephemeral(key)
         for key in sorted(self.new_volumes):
             pv = self.world.get("PersistentVolume", key)
-            if pv is not None and status(pv).get("phase") in (None, "", "Pending") and not spec(pv).get("claimRef"):
+            if (
+                pv is not None
+                and status(pv).get("phase") in (None, "", "Pending")
+                and not spec(pv).get("claimRef")
+            ):
                 self.world.put("PersistentVolume", {**pv, "status": {**status(pv), "phase": "Available"}})
         self.new_volumes.clear()
         released, self.released = self.released, []
@@ -99,7 +107,8 @@ class VolumeController:
             for claim_key, claim in world.items("PersistentVolumeClaim"):
                 owners = meta(claim).get("ownerReferences") or []
                 if split_key(claim_key)[0] == ns and any(
-                    isinstance(o, Mapping) and o.get("kind") == "Pod" and o.get("name") == name for o in owners
+                    isinstance(o, Mapping) and o.get("kind") == "Pod" and o.get("name") == name
+                    for o in owners
                 ):
                     world.remove("PersistentVolumeClaim", claim_key, "gc")
             return
@@ -111,17 +120,23 @@ class VolumeController:
                 continue
             template = vol["ephemeral"].get("volumeClaimTemplate") or {}
             tmeta = template.get("metadata") or {}
-            world.put("PersistentVolumeClaim", {
-                "apiVersion": "v1",
-                "kind": "PersistentVolumeClaim",
-                "metadata": {
-                    "name": claim_name, "namespace": ns, "uid": world.new_uid(),
-                    "labels": dict(tmeta.get("labels") or {}), "annotations": dict(tmeta.get("annotations") or {}),
-                    "ownerReferences": [make_owner_ref("v1", "Pod", pod)],
+            world.put(
+                "PersistentVolumeClaim",
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {
+                        "name": claim_name,
+                        "namespace": ns,
+                        "uid": world.new_uid(),
+                        "labels": dict(tmeta.get("labels") or {}),
+                        "annotations": dict(tmeta.get("annotations") or {}),
+                        "ownerReferences": [make_owner_ref("v1", "Pod", pod)],
+                    },
+                    "spec": dict(template.get("spec") or {}),
+                    "status": {"phase": "Pending"},
                 },
-                "spec": dict(template.get("spec") or {}),
-                "status": {"phase": "Pending"},
-            })
+            )
 
     # -- binding ----------------------------------------------------------------------------
 
@@ -173,8 +188,9 @@ class VolumeController:
                 best, best_size = obj, pv.capacity
         return best
 
-    def _provision(self, obj: Mapping[str, Any], claim: PersistentVolumeClaim, cls: Mapping[str, Any],
-                   node: str | None) -> None:
+    def _provision(
+        self, obj: Mapping[str, Any], claim: PersistentVolumeClaim, cls: Mapping[str, Any], node: str | None
+    ) -> None:
         world = self.world
         pv_spec: dict[str, Any] = {
             "capacity": {"storage": str(claim.request)},
@@ -186,24 +202,51 @@ class VolumeController:
         }
         if node is not None:
             host = labels(world.get("Node", node) or {}).get("kubernetes.io/hostname", node)
-            pv_spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}]}]}}
+            pv_spec["nodeAffinity"] = {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "kubernetes.io/hostname", "operator": "In", "values": [host]}
+                            ]
+                        }
+                    ]
+                }
+            }
         elif cls.get("allowedTopologies"):
-            pv_spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": e.get("key"), "operator": "In", "values": list(e.get("values") or [])}
-                                      for e in t.get("matchLabelExpressions") or []]}
-                for t in cls["allowedTopologies"]]}}
+            pv_spec["nodeAffinity"] = {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": e.get("key"), "operator": "In", "values": list(e.get("values") or [])}
+                                for e in t.get("matchLabelExpressions") or []
+                            ]
+                        }
+                        for t in cls["allowedTopologies"]
+                    ]
+                }
+            }
         pv = {
             "apiVersion": "v1",
             "kind": "PersistentVolume",
-            "metadata": {"name": "pvc-" + claim.uid.replace("/", "-"), "uid": world.new_uid(),
-                         "annotations": {PROVISIONED_BY: str(cls.get("provisioner"))}},
+            "metadata": {
+                "name": "pvc-" + claim.uid.replace("/", "-"),
+                "uid": world.new_uid(),
+                "annotations": {PROVISIONED_BY: str(cls.get("provisioner"))},
+            },
             "spec": pv_spec,
             "status": {"phase": "Available"},
         }
         self._bind(pv, obj, claim)
-        self.emit("PersistentVolumeClaim", claim.namespace, claim.name, "Normal", "ProvisioningSucceeded",
-                  f"Successfully provisioned volume {pv['metadata']['name']}")
+        self.emit(
+            "PersistentVolumeClaim",
+            claim.namespace,
+            claim.name,
+            "Normal",
+            "ProvisioningSucceeded",
+            f"Successfully provisioned volume {pv['metadata']['name']}",
+        )
 
     def _bind(self, pv: Mapping[str, Any], obj: Mapping[str, Any], claim: PersistentVolumeClaim) -> None:
         world = self.world
@@ -212,26 +255,51 @@ class VolumeController:
         if not prebound:
             pv_meta["annotations"] = {**(pv_meta.get("annotations") or {}), BOUND_BY_CONTROLLER: "yes"}
         pv_new = {
-            **pv, "metadata": pv_meta,
-            "spec": {**spec(pv), "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
-                                              "namespace": claim.namespace, "name": claim.name, "uid": claim.uid}},
+            **pv,
+            "metadata": pv_meta,
+            "spec": {
+                **spec(pv),
+                "claimRef": {
+                    "kind": "PersistentVolumeClaim",
+                    "apiVersion": "v1",
+                    "namespace": claim.namespace,
+                    "name": claim.name,
+                    "uid": claim.uid,
+                },
+            },
             "status": {**status(pv), "phase": "Bound"},
         }
         world.put("PersistentVolume", pv_new)
         c_meta = dict(meta(obj))
-        c_meta["annotations"] = {**(c_meta.get("annotations") or {}), BIND_COMPLETED: "yes",
-                                 **({} if spec(obj).get("volumeName") else {BOUND_BY_CONTROLLER: "yes"})}
+        c_meta["annotations"] = {
+            **(c_meta.get("annotations") or {}),
+            BIND_COMPLETED: "yes",
+            **({} if spec(obj).get("volumeName") else {BOUND_BY_CONTROLLER: "yes"}),
+        }
         capacity = (spec(pv).get("capacity") or {}).get("storage")
-        world.put("PersistentVolumeClaim", {
-            **obj, "metadata": c_meta, "spec": {**spec(obj), "volumeName": meta(pv).get("name")},
-            "status": {**status(obj), "phase": "Bound", **({"capacity": {"storage": capacity}} if capacity else {})},
-        })
+        world.put(
+            "PersistentVolumeClaim",
+            {
+                **obj,
+                "metadata": c_meta,
+                "spec": {**spec(obj), "volumeName": meta(pv).get("name")},
+                "status": {
+                    **status(obj),
+                    "phase": "Bound",
+                    **({"capacity": {"storage": capacity}} if capacity else {}),
+                },
+            },
+        )
 
     def _release(self, claim_key: str) -> None:
         ns, name = split_key(claim_key)
         for key, pv in list(self.world.items("PersistentVolume")):
             ref = spec(pv).get("claimRef")
-            if not isinstance(ref, Mapping) or ref.get("name") != name or (ref.get("namespace") or "default") != ns:
+            if (
+                not isinstance(ref, Mapping)
+                or ref.get("name") != name
+                or (ref.get("namespace") or "default") != ns
+            ):
                 continue
             if PROVISIONED_BY in annotations(pv):
                 self.world.remove("PersistentVolume", key, "gc")
