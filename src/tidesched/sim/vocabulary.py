@@ -25,9 +25,15 @@ WORLD_KINDS = (
     "PodDisruptionBudget",
     "ResourceQuota",  # held as given: no quota controller keeps its status.used here
     "Numatopology",  # held as given: no resource exporter updates it here
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
 )
 # The world's namespaced kinds (the others are cluster-scoped).
-NAMESPACED_KINDS = frozenset({"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceQuota"})
+NAMESPACED_KINDS = frozenset(
+    {"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"}
+)
 
 
 class ScenarioError(ValueError):
