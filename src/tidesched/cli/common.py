@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from tidesched.framework.features import FeatureGates, parse_feature_gates
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.session import Session
 from tidesched.model.loader import InputError, load_paths
@@ -59,12 +60,26 @@ def session_time(now: Optional[str]) -> float:
     return when.timestamp()
 
 
+def feature_gates(text: Optional[str]) -> FeatureGates:
+    """``--feature-gates``; a bad item ends the command naming it."""
+    try:
+        gates = parse_feature_gates(text)
+    except ValueError as exc:
+        fail(f"--feature-gates: {exc}")
+        raise
+    for note in gates.notes():
+        err.print(f"[yellow]warning:[/] {note}", highlight=False)
+    return gates
+
+
 def prepare(paths: list[Path], config: Optional[Path], scheduler_names: list[str], skip_invalid: bool,
-            now: float = 0.0) -> Session:
+            now: float = 0.0, features: FeatureGates | None = None,
+            ignored_provisioners: Optional[list[str]] = None) -> Session:
     try:
         cfg = config_from_file(config)
         manifests = load_paths(paths)
-        snapshot = build_snapshot(manifests, scheduler_names=scheduler_names)
+        snapshot = build_snapshot(manifests, scheduler_names=scheduler_names,
+                                  ignored_provisioners=provisioner_list(ignored_provisioners))
     except (ConfigError, InputError, UnknownKindError) as exc:
         fail(str(exc))
         raise  # unreachable; keeps type checkers calm
@@ -75,7 +90,7 @@ def prepare(paths: list[Path], config: Optional[Path], scheduler_names: list[str
         )
     for w in cfg.warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
-    return open_session(snapshot, cfg, scheduler_names=scheduler_names, now=now)
+    return open_session(snapshot, cfg, scheduler_names=scheduler_names, now=now, features=features)
 
 
 PathsArg = Annotated[list[Path], typer.Argument(help="YAML/JSON manifest files or directories.")]
@@ -93,18 +108,37 @@ NowOpt = Annotated[
 OptionalPathsArg = Annotated[
     Optional[list[Path]], typer.Argument(help="YAML/JSON manifest files or directories (or use --kubeconfig).")
 ]
+FeaturesOpt = Annotated[
+    Optional[str],
+    typer.Option("--feature-gates", help="As vc-scheduler's flag, e.g. SchedulingGatesQueueAdmission=true."),
+]
 KubeconfigOpt = Annotated[
     Optional[Path], typer.Option("--kubeconfig", help="Read the objects from a live cluster instead of files.")
 ]
+IgnoredProvisionersOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--ignored-provisioners",
+        help="Provisioners whose volumes do not count against nodes' attach limits, as vc-scheduler's "
+        "flag (comma-separated, repeatable; docs/volumes.md).",
+    ),
+]
+
+
+def provisioner_list(values: Optional[list[str]]) -> list[str]:
+    """``--ignored-provisioners`` as Go's string-slice flag reads it: repeatable, comma-separated."""
+    return [p.strip() for v in values or () for p in v.split(",") if p.strip()]
 
 
 def prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_names: list[str],
-                skip_invalid: bool, kubeconfig: Optional[Path], now: float = 0.0) -> Session:
+                skip_invalid: bool, kubeconfig: Optional[Path], now: float = 0.0,
+                features: FeatureGates | None = None,
+                ignored_provisioners: Optional[list[str]] = None) -> Session:
     """``prepare`` over manifests, or over a live cluster's objects with ``--kubeconfig``."""
     if kubeconfig is None:
         if not paths:
             fail("give manifest files/directories, or --kubeconfig for a live cluster")
-        return prepare(paths or [], config, scheduler_names, skip_invalid, now)
+        return prepare(paths or [], config, scheduler_names, skip_invalid, now, features, ignored_provisioners)
     from tidesched.cluster.commands import live_config_text, live_snapshot
     from tidesched.scheduler import config_from_text
 
@@ -131,4 +165,5 @@ def prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_n
         raise
     for p in snapshot.problems:
         err.print(f"[yellow]warning:[/] {p.message}", highlight=False)
-    return open_session(snapshot, cfg, scheduler_names=scheduler_names, now=now)
+    snapshot.ignored_provisioners = frozenset(provisioner_list(ignored_provisioners))
+    return open_session(snapshot, cfg, scheduler_names=scheduler_names, now=now, features=features)

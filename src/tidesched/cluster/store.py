@@ -12,7 +12,9 @@ The :class:`ClusterStore` holds the objects plus the adapter's own *overlays*: p
 bound (a bind is in flight or done but not yet seen on the watch) and pods being evicted. The
 snapshot handed to the scheduling core sees them as Bound / Releasing, so the next session does
 not place a pod twice or count a node's resources as free twice; the watch confirms (the
-overlay is dropped when the API object shows it) and failures forget them.
+overlay is dropped when the API object shows it) and failures forget them. Storage objects a
+bind is writing (a PV given its claim, a claim given its node) are overlaid the same way
+(:meth:`ClusterStore.assume_object`), as kube-scheduler's assume cache does.
 
 ``synced()`` is true only once every informer has completed its first full list: the runner
 never schedules from a partial node list (seed ``002``).
@@ -28,17 +30,21 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from tidesched.cluster.api import ApiException, Kube, json_lines, status_of
+from tidesched.model.gates import only_volcano_gate, raw_gate_names
 
 log = logging.getLogger("tidesched.cluster.store")
 
-NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB = (
+NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, QUOTA, NUMATOPO = (
     "Node",
     "Pod",
     "PodGroup",
     "Queue",
     "PriorityClass",
     "PodDisruptionBudget",
+    "ResourceQuota",
+    "Numatopology",
 )
+PVC, PV, STORAGE_CLASS, CSI_NODE = "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode"
 VOLCANO_GROUP, VOLCANO_VERSION = "scheduling.volcano.sh", "v1beta1"
 
 
@@ -48,6 +54,9 @@ class ResourceType:
     api_version: str
     namespaced: bool
     path: str  # the collection across all namespaces
+    # A CRD a cluster may not have: while the API answers 404 the kind counts as listed and
+    # empty (the scheduler does not wait for it), and the informer looks again now and then.
+    optional: bool = False
 
 
 RESOURCE_TYPES: dict[str, ResourceType] = {
@@ -64,6 +73,14 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType(QUEUE, f"{VOLCANO_GROUP}/{VOLCANO_VERSION}", False, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/queues"),
         ResourceType(PRIORITY_CLASS, "scheduling.k8s.io/v1", False, "/apis/scheduling.k8s.io/v1/priorityclasses"),
         ResourceType(PDB, "policy/v1", True, "/apis/policy/v1/poddisruptionbudgets"),
+        ResourceType(QUOTA, "v1", True, "/api/v1/resourcequotas"),  # the resourcequota plugin
+        # the numa-aware plugin; Volcano's chart installs the CRD, a cluster without it has none
+        ResourceType(NUMATOPO, "nodeinfo.volcano.sh/v1alpha1", False, "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies", optional=True),
+        # Storage, for the predicates' volume checks and the volume binding before a pod's bind
+        ResourceType(PVC, "v1", True, "/api/v1/persistentvolumeclaims"),
+        ResourceType(PV, "v1", False, "/api/v1/persistentvolumes"),
+        ResourceType(STORAGE_CLASS, "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1/storageclasses"),
+        ResourceType(CSI_NODE, "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1/csinodes"),
     )
 }
 
@@ -101,6 +118,9 @@ class ClusterStore:
     version: int = 0  # bumped on every change; lets waiters notice progress
     # Whose pods count as work (``--scheduler-name``); None: every pod.
     scheduler_names: frozenset[str] | None = None
+    # (kind, key) -> the object as a bind in flight is writing it (a PV with its claimRef, a claim
+    # with its selected node), shown instead of the API's until the watch brings another version.
+    assumed_objects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.objects = {k: {} for k in self.kinds}
@@ -135,6 +155,8 @@ class ClusterStore:
                     self._confirm(key, items.get(key))
                 for key in list(self.releasing):
                     self._confirm_release(key, items.get(key))
+            for k, key in [ak for ak in self.assumed_objects if ak[0] == kind]:
+                self._confirm_object(k, key, items.get(key))
             self._synced.add(kind)
             self._changed()
 
@@ -171,6 +193,8 @@ class ClusterStore:
                     self._confirm(key, current)
                 if key in self.releasing:
                     self._confirm_release(key, current)
+            if (kind, key) in self.assumed_objects:
+                self._confirm_object(kind, key, current)
             self._changed()
 
     def _track(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
@@ -214,9 +238,21 @@ class ClusterStore:
             del self.releasing[key]
             self.released_at.pop(key, None)
 
+    def _confirm_object(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
+        """Another version of an assumed object came from the API (ours, or someone else's that
+        our write will conflict with): the API object is the truth again."""
+        assumed = self.assumed_objects[(kind, key)]
+        if obj is None or _version(obj) != _version(assumed):
+            del self.assumed_objects[(kind, key)]
+
     def _changed(self) -> None:
         self.version += 1
         self._cond.notify_all()
+
+    def listed(self, kind: str) -> bool:
+        """Whether ``kind``'s first list is complete."""
+        with self._cond:
+            return kind in self._synced
 
     def synced(self) -> bool:
         with self._cond:
@@ -261,7 +297,8 @@ class ClusterStore:
             out: list[dict[str, Any]] = []
             for kind in self.kinds:
                 if kind != POD:
-                    out.extend(self.objects[kind].values())
+                    assumed = self.assumed_objects
+                    out.extend(assumed.get((kind, key), obj) for key, obj in self.objects[kind].items())
             out.extend(self._overlaid(key, pod) for key, pod in self.objects.get(POD, {}).items())
             return out
 
@@ -276,6 +313,8 @@ class ClusterStore:
                     obj = objects.get(key)
                     if obj is not None and kind == POD:
                         obj = self._overlaid(key, obj)
+                    elif obj is not None:
+                        obj = self.assumed_objects.get((kind, key), obj)
                     out.append((kind, key, obj))
                 keys.clear()
             return out
@@ -333,6 +372,20 @@ class ClusterStore:
     def is_assumed(self, key: str) -> bool:
         with self._cond:
             return key in self.assumed
+
+    def assume_object(self, kind: str, key: str, obj: dict[str, Any]) -> None:
+        """Show ``obj`` (a changed copy of the object held, with its resourceVersion) until the
+        watch brings another version or :meth:`forget_object`."""
+        with self._cond:
+            self.assumed_objects[(kind, key)] = obj
+            self._dirty[kind].add(key)
+            self._changed()
+
+    def forget_object(self, kind: str, key: str) -> None:
+        with self._cond:
+            if self.assumed_objects.pop((kind, key), None) is not None:
+                self._dirty[kind].add(key)
+                self._changed()
 
     def mark_releasing(self, key: str, ttl: float) -> bool:
         with self._cond:
@@ -394,12 +447,19 @@ class ClusterStore:
             return gone
 
 
+def _version(obj: dict[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
 def _waiting_pod(pod: dict[str, Any], names: frozenset[str] | None) -> bool:
     spec = pod.get("spec") or {}
     if spec.get("nodeName") or (pod.get("metadata") or {}).get("deletionTimestamp"):
         return False
     if names is not None and (spec.get("schedulerName") or "default-scheduler") not in names:
         return False
+    gates = raw_gate_names(spec)
+    if gates and not only_volcano_gate(gates):
+        return False  # no session can place it, or lift its gates: their removal is a change
     return ((pod.get("status") or {}).get("phase") or "Pending") == "Pending"
 
 
@@ -484,6 +544,9 @@ class Informer:
             except Exception as exc:  # noqa: BLE001 - every failure reconnects; none may kill the thread
                 if self._stop.is_set():
                     return
+                if status_of(exc) == 404 and self.rtype.optional:
+                    self._absent()
+                    continue
                 self.errors += 1
                 self._notify("error")
                 if status_of(exc) == 410:
@@ -492,6 +555,17 @@ class Informer:
                 log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.rtype.kind, exc, backoff)
                 self._stop.wait(backoff * random.uniform(0.8, 1.2))
                 backoff = min(backoff * 2, self.backoff_max)
+
+    ABSENT_RECHECK = 60.0  # seconds between looks for an optional kind's missing CRD
+
+    def _absent(self) -> None:
+        """An optional kind the API server does not serve: none of it, until it appears."""
+        if not self.store.listed(self.rtype.kind) or self.store.items(self.rtype.kind):
+            log.info("%s: not served by the API server (CRD not installed?): none read; looking again every %.0fs",
+                     self.rtype.kind, self.ABSENT_RECHECK)
+            self.store.replace(self.rtype.kind, {})
+        self.resource_version = None
+        self._stop.wait(self.ABSENT_RECHECK)
 
     def _list(self) -> None:
         items: dict[str, dict[str, Any]] = {}
@@ -572,5 +646,9 @@ def list_once(kube: Kube, kinds: tuple[str, ...] = tuple(RESOURCE_TYPES)) -> lis
     kind, no watch."""
     store = ClusterStore(kinds=kinds)
     for kind in kinds:
-        Informer(kube, RESOURCE_TYPES[kind], store)._list()
+        try:
+            Informer(kube, RESOURCE_TYPES[kind], store)._list()
+        except ApiException as exc:
+            if not (exc.status == 404 and RESOURCE_TYPES[kind].optional):
+                raise  # an optional kind whose CRD is not installed: none of it
     return store.snapshot_objects()

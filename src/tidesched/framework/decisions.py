@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tidesched.model.problems import Event
+from tidesched.model.volumes import VolumePlan
 
 
 @dataclass(slots=True)
@@ -50,6 +51,11 @@ class Decisions:
     # Annotations to write on a bound pod with its binding (the vGPU devices it was given,
     # plugins/deviceshare.py), by pod key.
     bind_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Pods whose queue now takes them: their Volcano queue-admission gate is to be removed
+    # (feature SchedulingGatesQueueAdmission; framework/gates.py), by pod key, in that order.
+    ungated: list[str] = field(default_factory=list)
+    # What each bind writes first (PVs bound to claims, claims to provision), by pod key.
+    volume_bindings: dict[str, VolumePlan] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -61,4 +67,8 @@ class Decisions:
         }
         if self.bind_annotations:
             out["bind_annotations"] = {k: dict(sorted(v.items())) for k, v in sorted(self.bind_annotations.items())}
+        if self.ungated:
+            out["ungated"] = sorted(self.ungated)
+        if self.volume_bindings:
+            out["volume_bindings"] = {k: v.to_json() for k, v in sorted(self.volume_bindings.items())}
         return out

@@ -6,6 +6,7 @@
     duration: 24h               # simulated time; omitted: run until nothing is left to do
     scheduler:
       configFile: scheduler.conf   # Volcano scheduler config, relative to this file
+      ignoredProvisioners: [kubernetes.io/no-provisioner]   # vc-scheduler's --ignored-provisioners
     manifests: [cluster.yaml, workloads/]   # loaded at t=0: any mix of Node, Queue, ...
     events:
     - {at: 08:00, scale: {deployment: online/chat, replicas: 6}}
@@ -34,6 +35,7 @@ import yaml
 
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.config import SchedulerConfig
+from tidesched.framework.features import parse_feature_gates
 from tidesched.model.loader import InputError, Manifest, load_text
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
 from tidesched.sim.events import (
@@ -71,7 +73,7 @@ _TOP_KEYS = {
     "checkRestart",
 }
 _TRACE_KEYS = {"dir", "pods", "compression", "fill", "limit", "seed", "gpuSharing"}
-_SCHEDULER_KEYS = {"config", "configFile", "names"}
+_SCHEDULER_KEYS = {"config", "configFile", "names", "featureGates", "ignoredProvisioners"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,6 +169,13 @@ def scenario_from_mapping(
         names = [names]
     if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
         raise ScenarioError(f"{source}: scheduler.names: expected a list of scheduler names, got {names!r}")
+    try:
+        features = parse_feature_gates(sched.get("featureGates"))
+    except ValueError as exc:
+        raise ScenarioError(f"{source}: scheduler.featureGates: {exc}") from None
+    ignored = sched.get("ignoredProvisioners", [])
+    if not isinstance(ignored, list) or not all(isinstance(p, str) and p for p in ignored):
+        raise ScenarioError(f"{source}: scheduler.ignoredProvisioners: expected a list of provisioner names, got {ignored!r}")
     config: SchedulerConfig | None = None
     config_source = "<volcano default>"
     try:
@@ -242,10 +251,12 @@ def scenario_from_mapping(
         max_idle_gap=max_gap if max_gap else None,
         duration_jitter=float(jitter),
         scheduler_names=tuple(names),
+        ignored_provisioners=tuple(ignored),
         description=str(doc.get("description") or ""),
         source=source,
         warnings=warnings,
         check_restart=check_restart,
+        feature_gates=features,
     )
 
 

@@ -23,6 +23,16 @@ WORLD_KINDS = (
     "ReplicaSet",
     "Pod",
     "PodDisruptionBudget",
+    "ResourceQuota",  # held as given: no quota controller keeps its status.used here
+    "Numatopology",  # held as given: no resource exporter updates it here
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
+)
+# The world's namespaced kinds (the others are cluster-scoped).
+NAMESPACED_KINDS = frozenset(
+    {"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"}
 )
 
 

@@ -5,8 +5,10 @@ ReplicaSets exactly as the API gives them. It hands the scheduling core a
 :class:`~tidesched.model.snapshot.ClusterSnapshot` every ``schedulePeriod`` and applies the
 core's :class:`~tidesched.framework.session.Decisions`:
 
-* bind → ``spec.nodeName``, phase Running, ``status.startTime``; when the pod carries a run
-  time (``sim.tidesched.io/duration``) its completion is scheduled on the clock;
+* bind → ``spec.nodeName``, phase Running, ``status.startTime``, the ``PodScheduled``
+  condition; when the pod carries a run time (``sim.tidesched.io/duration``) its completion is
+  scheduled on the clock; its volume plan first (a PV's ``claimRef``, a claim's selected node),
+  which the simulated PV controller completes (``controllers/volumes.py``);
 * evict → ``metadata.deletionTimestamp``; the pod keeps its node resources (Releasing) for the
   eviction grace period, then it is gone and its controller hears of it (PodEvicted);
 * PodGroup phase and conditions are written back (conditions only when their content
@@ -35,14 +37,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tidesched.framework.decisions import Decisions
+from tidesched.model.gates import QUEUE_ALLOCATION_GATE, only_volcano_gate, raw_gate_names
 from tidesched.model.cache import ClusterCache
 from tidesched.model.objects import DEFAULT_NAMESPACE, GROUP_NAME_ANNOTATION
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
 from tidesched.model.state import SessionState
+from tidesched.model.volumes import SELECTED_NODE, VolumePlan
 from tidesched.sim.clock import Clock
 from tidesched.sim.vocabulary import (
     DURATION_ANNOTATION,
     EXIT_CODE_ANNOTATION,
+    NAMESPACED_KINDS,
     WORLD_KINDS,
     ScenarioError,
     parse_duration,
@@ -50,7 +55,7 @@ from tidesched.sim.vocabulary import (
 
 # Simulated t=0 is 2025-01-01T00:00:00Z: timestamps on objects are real RFC 3339 times.
 EPOCH = 1735689600.0
-NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget"})
+NAMESPACED = NAMESPACED_KINDS
 FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
 
 Listener = Callable[[str, str, "dict[str, Any] | None", "dict[str, Any] | None", str], None]
@@ -212,6 +217,7 @@ class Applied:
     bound: list[tuple[str, str]] = field(default_factory=list)  # (pod key, node)
     evicted: list[tuple[str, str]] = field(default_factory=list)  # (pod key, reason)
     stale: list[str] = field(default_factory=list)  # decisions about pods that changed meanwhile
+    ungated: list[str] = field(default_factory=list)  # pods whose queue-admission gate was lifted
     podgroups_changed: int = 0
 
 
@@ -231,6 +237,7 @@ class World:
         eviction_grace: float = 30.0,
         deletion_grace: float = 30.0,
         duration_jitter: float = 0.0,
+        ignored_provisioners: Iterable[str] = (),
     ) -> None:
         self.clock = clock
         self.scheduler_names = frozenset(scheduler_names)
@@ -243,7 +250,9 @@ class World:
         self.listeners: list[Listener] = []
         # Parsed records and session infos of the kinds the scheduler reads. Bare pods get no
         # PodGroup made up: the simulated podgroup controller creates real ones.
-        self.cache = ClusterCache(self.scheduler_names, synthesize_podgroups=False)
+        self.cache = ClusterCache(
+            self.scheduler_names, synthesize_podgroups=False, ignored_provisioners=ignored_provisioners
+        )
         self._sorted: dict[str, list[str] | None] = {k: None for k in WORLD_KINDS}
         self.pods_by_node: dict[str, set[str]] = defaultdict(set)
         self.pods_by_group: dict[str, set[str]] = defaultdict(set)  # "ns/pg" -> pod keys
@@ -413,15 +422,46 @@ class World:
         pod = self.get("Pod", key)
         if pod is None or pod_node(pod) or is_deleting(pod) or pod_phase(pod) != "Pending":
             return False
-        if node not in self.objects["Node"]:
-            return False
+        if node not in self.objects["Node"] or spec(pod).get("schedulingGates"):
+            return False  # the API server refuses to bind a pod that still has a scheduling gate
         new = with_section(pod, "spec", nodeName=node)
         if annotations:
             new = with_meta_map(new, "annotations", annotations)
-        new["status"] = dict(status(pod), phase="Running", startTime=iso(now))
+        # The API server marks a bound pod PodScheduled (cdp counts its cooldown from then).
+        scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": iso(now)}
+        new["status"] = dict(status(pod), phase="Running", startTime=iso(now), conditions=[scheduled])
         self.put("Pod", new)
         self.schedule_finish(key, new)
         return True
+
+    def remove_gates(self, key: str, names: Iterable[str] | None = None) -> bool:
+        """Lift the pod's scheduling gates of these names (all when None); False when it has
+        none of them."""
+        pod = self.get("Pod", key)
+        gates = spec(pod).get("schedulingGates") if pod is not None else None
+        if not isinstance(gates, list) or not gates:
+            return False
+        wanted = None if names is None else set(names)
+        kept = [g for g in gates if wanted is not None and (not isinstance(g, Mapping) or g.get("name") not in wanted)]
+        if len(kept) == len(gates):
+            return False
+        self.put("Pod", with_section(pod, "spec", schedulingGates=kept))
+        return True
+
+    def write_volume_plan(self, plan: VolumePlan) -> None:
+        """What ``tidesched run`` writes before a pod's Binding: each chosen PV names its claim,
+        each claim to provision names the node."""
+        for pv_name, claim_key, claim_uid in plan.static:
+            pv = self.get("PersistentVolume", pv_name)
+            if pv is not None:
+                ns, name = split_key(claim_key)
+                ref = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": ns, "name": name,
+                       "uid": claim_uid}
+                self.put("PersistentVolume", with_section(pv, "spec", claimRef=ref))
+        for claim_key in plan.provision:
+            claim = self.get("PersistentVolumeClaim", claim_key)
+            if claim is not None:
+                self.put("PersistentVolumeClaim", with_meta_map(claim, "annotations", {SELECTED_NODE: plan.node}))
 
     def schedule_finish(self, key: str, pod: Mapping[str, Any]) -> None:
         """Queue the end of a running pod's run time (``sim.tidesched.io/duration``), if it has one."""
@@ -541,10 +581,17 @@ class World:
             else:
                 out.stale.append(key)
         for key, node in sorted(d.bound.items()):
+            plan = d.volume_bindings.get(key)
+            if plan is not None:
+                self.write_volume_plan(plan)
             if self.bind_pod(key, node, now, d.bind_annotations.get(key)):
                 out.bound.append((key, node))
             else:
                 out.stale.append(key)
+        for key in d.ungated:  # as run's gate remover: only while Volcano's gate is the last one
+            pod = self.get("Pod", key)
+            if pod is not None and only_volcano_gate(raw_gate_names(spec(pod))) and self.remove_gates(key, [QUEUE_ALLOCATION_GATE]):
+                out.ungated.append(key)
         settled = self._settled_groups
         for key, phase in sorted(d.podgroups.items()):
             pg = self.get("PodGroup", key)
