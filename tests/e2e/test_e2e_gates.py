@@ -1,8 +1,9 @@
 """Scheduling gates and queue admission on a real control plane (issue 32): Volcano v1.15.1's
 ``schedulinggates`` e2e specs, condensed, with ``tidesched run
 --feature-gates=SchedulingGatesQueueAdmission=true`` and Volcano's CI config with capacity in place
-of proportion (as those specs switch it). No admission webhook runs here, so pods are created with
-the gate Volcano's webhook would add; the RBAC is deploy/'s (patching pods is the new right).
+of proportion (as those specs switch it). The e2e fixtures' vc-webhook-manager runs without the
+feature gate, so pods are created with the gate it would add; the RBAC is deploy/'s (patching pods is
+the new right).
 
 * an admitted pod loses Volcano's gate and binds; one its queue cannot take keeps the gate;
 * a pod admitted but unplaceable (its nodeSelector fits no node) keeps its queue's room: a second

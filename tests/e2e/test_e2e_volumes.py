@@ -8,15 +8,10 @@ is bound. The scheduler runs as Volcano's own e2e runs vc-scheduler (its CI conf
 ``--ignored-provisioners kubernetes.io/no-provisioner`` as for its schedulingbase suite, which
 holds its volume binding tests), under the RBAC of deploy/.
 
-kube-controller-manager (``../shared/envtest/kube-controller-manager.xz``) runs here, for this
-module only, with just its volume controllers (PV binder, ephemeral volumes, PV/PVC protection)."""
+The e2e fixtures' kube-controller-manager (every controller, ``kcm.py``) binds the claims."""
 
 from __future__ import annotations
 
-import lzma
-import os
-import shutil
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -31,62 +26,8 @@ from cluster import (
     pod_body,
     wait_until,
 )
-from controlplane import ControlPlane, _Proc
 
 SC, PV = "/apis/storage.k8s.io/v1/storageclasses", "/api/v1/persistentvolumes"
-VOLUME_CONTROLLERS = (
-    "persistentvolume-binder-controller",
-    "ephemeral-volume-controller",
-    "persistentvolume-protection-controller",
-    "persistentvolumeclaim-protection-controller",
-)
-
-
-def _kcm_binary(cp: ControlPlane) -> Path:
-    packed = cp.assets / "kube-controller-manager.xz"
-    plain = cp.assets / "kube-controller-manager"
-    if plain.exists():
-        return plain
-    if not packed.exists():
-        missing = f"kube-controller-manager(.xz) not found in {cp.assets}"
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tidesched-e2e"
-    cache.mkdir(parents=True, exist_ok=True)
-    target = cache / "kube-controller-manager"
-    if not target.exists() or target.stat().st_mtime < packed.stat().st_mtime:
-        tmp = target.with_suffix(".tmp")
-        with lzma.open(packed) as src, open(tmp, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        tmp.chmod(0o755)
-        tmp.replace(target)
-    return target
-
-
-@pytest.fixture(scope="module")
-def pv_controller(control_plane: ControlPlane) -> Iterator[_Proc]:
-    workdir = control_plane.workdir
-    kubeconfig = control_plane.kubeconfig(workdir / "kcm.kubeconfig", control_plane.admin_token, user="kcm")
-    proc = _Proc(
-        "kube-controller-manager",
-        [
-            str(_kcm_binary(control_plane)),
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--leader-elect=false",
-            "--secure-port=0",
-            f"--controllers={','.join(VOLUME_CONTROLLERS)}",
-            "-v=2",
-        ],
-        workdir / "kube-controller-manager.log",
-    )
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def _class(name: str, provisioner: str, mode: str) -> dict[str, Any]:
@@ -146,7 +87,7 @@ def _pod(api, ns: str, name: str, claim: str) -> None:
 
 
 @pytest.fixture
-def storage(e2e, pv_controller) -> Iterator[list[str]]:
+def storage(e2e) -> Iterator[list[str]]:
     """Paths of the cluster-scoped objects a test makes (PVs, classes), deleted after it (best
     effort: a PV still protected goes once the PV controller lets it)."""
     made: list[str] = []
