@@ -1432,7 +1432,7 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [n for n in names if n not in PRESETS]
         if unknown:
             ap.error(f"unknown preset {', '.join(unknown)} (choose from {', '.join(PRESETS)} or all)")
-        worlds, total = (_for_version(PRESETS[n](args.seed), args.volcano) for n in names), len(names)
+        worlds, total = (for_version(PRESETS[n](args.seed), args.volcano) for n in names), len(names)
     elif args.only is not None:
         worlds, total = iter([generate(args.only, args.volcano)]), 1
     else:
@@ -1455,7 +1455,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if any(v.status == "unexplained" for v in verdicts) else 0
 
 
-def _for_version(world: World, version: str) -> World:
+def for_version(world: World, version: str) -> World:
     world.root_queue = version == V115
     return world
 

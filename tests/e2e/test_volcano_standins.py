@@ -157,3 +157,28 @@ def test_the_same_conflict_in_a_spec_body_or_another_clean_up_failure_stays_a_fa
     cleanup = "util.CleanupTestContext(0x1)"
     [r] = parse_report(_report(tmp_path, "failed to wait for namespace deleted: timed out", cleanup))
     assert (r.state, r.cleanup_lost) == ("failed", False)
+
+
+def test_suite_setup_flags_go_to_the_scheduler_that_takes_them() -> None:
+    from volcano_suites import SETUP, scheduler_flags
+
+    gates = SETUP["schedulinggates"]
+    assert scheduler_flags(gates) == (["--feature-gates=SchedulingGatesQueueAdmission=true"], [])
+    base = SETUP["schedulingbase"]
+    assert scheduler_flags(base, {"--ignored-provisioners"}) == (
+        ["--ignored-provisioners=kubernetes.io/no-provisioner"], [])
+    assert scheduler_flags(base, set()) == ([], ["--ignored-provisioners=kubernetes.io/no-provisioner"])
+    assert SETUP["hypernode"].kwok_nodes == 8 and SETUP["gangevict"].kwok_nodes == 4
+
+
+def test_specs_no_harness_can_run_are_marked_in_the_table() -> None:
+    from volcano_suites import SpecResult, SuiteRun, table
+
+    vc = SuiteRun("schedulingbase", "vc-scheduler", specs=[
+        SpecResult("Volume Binding Test Dynamic Provisioning", "failed", 0.1, "no class"),
+        SpecResult("Job E2E Test Schedule Job", "passed", 12.0)])
+    ts = SuiteRun("schedulingbase", "tidesched", specs=[SpecResult("Job E2E Test Schedule Job", "passed", 13.0)])
+    rows = table([vc, ts]).splitlines()
+    assert rows[2] == ("| Volume Binding Test Dynamic Provisioning | failed (not runnable here) | "
+                       "not run (not runnable here) |")
+    assert rows[3] == "| Job E2E Test Schedule Job | passed | passed |"
