@@ -56,6 +56,7 @@ many worlds; exit code 1 when U > 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import random
@@ -980,16 +981,19 @@ def read_outcome(api: Api, which: str, settled: bool, seconds: float, sessions: 
 def local_run(world: World, *, config: str | None = None, max_sessions: int = 20,
               trace: Callable[[str], None] | None = None, v170: frozenset[str] = frozenset(),
               fired: Any = None, seed: int | None = None, deliberate: frozenset[str] = frozenset(),
-              seen: Any = None) -> Outcome:
+              seen: Any = None, guide: Any = None) -> Outcome:
     """``v170``: the parts (allocate, preempt, reclaim, session, binpack) run as Volcano
     v1.7.0's (``differential_v170``); ``fired`` collects the differences that decided
     something; ``seed``: vc-scheduler's random choices drawn from it; ``deliberate``: Volcano's
     rule where tidesched differs on purpose (``differential_deliberate``), ``seen`` collecting
-    where it decided otherwise."""
+    where it decided otherwise; ``guide``: equal node scores broken as a vc-scheduler run broke
+    them (``differential_ties``)."""
     from differential_deliberate import volcano_rules
+    from differential_ties import following
     from differential_v170 import emulating
 
-    with emulating(v170, fired, seed), volcano_rules(deliberate, seen):
+    ties = following(guide) if guide is not None else contextlib.nullcontext()
+    with emulating(v170, fired, seed), volcano_rules(deliberate, seen), ties:
         return _local_run(world, config=config, max_sessions=max_sessions, trace=trace)
 
 
@@ -1151,6 +1155,10 @@ class Explanation:
 
         if self.note:
             return self.note
+        if self.keys == [RANDOM_CHOICE] and self.seed is None:
+            return ("Volcano's random choices: tidesched's own rules give vc-scheduler's outcome with equal "
+                    "node scores broken as vc-scheduler's log shows it broke them (tidesched takes the first "
+                    "by name)")
         if self.keys == [RANDOM_CHOICE]:
             return ("Volcano's random choices: tidesched's own rules give vc-scheduler's outcome with equal "
                     f"node scores broken as drawn by seed {self.seed} (tidesched takes the first by name)")
@@ -1205,8 +1213,17 @@ def explain(world: World, vc_samples: list[Outcome], ts: Outcome, version: str =
 
 
 def _explain_by_luck(world: World, vc_samples: list[Outcome]) -> Explanation | None:
-    """tidesched's own rules with equal node scores broken at random, as Volcano breaks them:
-    an explanation when some draw gives one of vc-scheduler's outcomes."""
+    """tidesched's own rules with equal node scores broken as vc-scheduler broke them (read
+    from its log), or at random as Volcano breaks them: an explanation when that gives one of
+    vc-scheduler's outcomes."""
+    from differential_ties import Guide, vc_choices, vc_victims
+
+    for sample in vc_samples:
+        choices = vc_choices(sample.log) if sample.log else {}
+        guide = Guide(choices, vc_victims(sample.log) if sample.log else [])
+        if choices and _matches(world, local_run(world, guide=guide), [sample]) and guide.followed:
+            return Explanation([RANDOM_CHOICE], [], None,
+                               {RANDOM_CHOICE: f"{guide.followed} tie(s) broken as vc-scheduler's log shows"})
     for seed in range(1, EMULATION_SEEDS + 1):
         if _matches(world, local_run(world, seed=seed), vc_samples):
             return Explanation([RANDOM_CHOICE], [], seed, {RANDOM_CHOICE: f"ties drawn by seed {seed}"})
@@ -1218,10 +1235,19 @@ def _explain_by_deliberate(world: World, vc_samples: list[Outcome]) -> Explanati
     explanation when that replay gives one of vc-scheduler's outcomes and Volcano's rule decided
     otherwise than tidesched's somewhere in it."""
     from differential_deliberate import DELIBERATE, Seen
+    from differential_ties import Guide, vc_choices, vc_victims
 
+    everything = frozenset(DELIBERATE)
+    for sample in vc_samples:  # ties broken as this run broke them
+        choices = vc_choices(sample.log) if sample.log else {}
+        seen = Seen()
+        guide = Guide(choices, vc_victims(sample.log) if sample.log else [])
+        if choices and _matches(world, local_run(world, deliberate=everything, seen=seen, guide=guide),
+                                [sample]) and seen.seen:
+            return Explanation(sorted(seen.seen), [], None, dict(seen.seen))
     for seed in (None, *range(1, EMULATION_SEEDS + 1)):
         seen = Seen()
-        if _matches(world, local_run(world, seed=seed, deliberate=frozenset(DELIBERATE), seen=seen), vc_samples):
+        if _matches(world, local_run(world, seed=seed, deliberate=everything, seen=seen), vc_samples):
             if not seen.seen:
                 return None  # nothing deliberate acted: the random-choice replay says more
             return Explanation(sorted(seen.seen), [], seed, dict(seen.seen))

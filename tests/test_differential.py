@@ -185,3 +185,28 @@ def test_against_v115_no_difference_is_explained_by_version() -> None:
     assert d.explain(world, [vc], ts, d.V170).explains
     expl = d.explain(world, [vc], ts, d.V115)
     assert expl is None or not expl.explains
+
+
+@pytest.mark.parametrize(("name", "ties"), [("v115-seed-3025", "nodes"), ("v115-seed-3004", "victims")])
+def test_recorded_v115_outcome_is_volcanos_ties_as_its_log_shows(name: str, ties: str, tmp_path: Path) -> None:
+    """Seed 3025: allocate's equal scores and reclaim's node order, broken as vc-scheduler v1.15.1
+    broke them, give its outcome (64 random draws did not); seed 3004: the victim the gang
+    plugin let go was the first of the job's pods in Go's map order, j00-b-2, where tidesched's
+    key order offers j00-a-0, too small to make room. The log lines kept are the ones the
+    replay reads."""
+    doc = json.loads((DATA / f"{name}.json").read_text())
+    world, vc = d.World.from_json(doc["world"]), d.Outcome.from_json(doc["vc_scheduler"])
+    ts = d.Outcome.from_json(doc["tidesched"])
+    assert d.compare(world, vc, ts) and not d.compare(world, d.local_run(world), ts)
+    assert d._explain_by_luck(world, [vc]) is None  # no log: only random draws
+    vc.log = str(tmp_path / "vc-scheduler.log")
+    Path(vc.log).write_text("\n".join(doc["vc_scheduler_log"]) + "\n")
+    expl = d.explain(world, [vc], ts, d.V115)
+    assert expl is not None and expl.explains and expl.keys == [d.RANDOM_CHOICE] and expl.seed is None, expl
+    assert "log shows" in expl.text()
+    if ties == "victims":
+        # the same replay with the victims' order left as tidesched's does not give it
+        from differential_ties import Guide, vc_choices
+
+        choices = vc_choices(vc.log)
+        assert d.compare(world, vc, d.local_run(world, guide=Guide(choices)))

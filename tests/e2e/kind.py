@@ -69,23 +69,28 @@ def create_kind_nodes(api: Any) -> list[str]:
         if i == 0:
             api.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": [CONTROL_PLANE_TAINT]}})
     for name in names:
-        api.post("/api/v1/namespaces/kube-system/pods", {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"kindnet-{name.rsplit('-', 1)[-1]}", "namespace": "kube-system", "labels": {"app": "kindnet"}},
-            "spec": {
-                "nodeName": name,
-                "automountServiceAccountToken": False,
-                "tolerations": [{"operator": "Exists"}],
-                "containers": [{"name": "kindnet-cni", "image": "kindest/kindnetd",
-                                "resources": {"requests": KINDNET_REQUESTS, "limits": KINDNET_REQUESTS}}],
-            },
-        })
+        kindnet_pod(api, name)
     return names
+
+
+def kindnet_pod(api: Any, node: str) -> None:
+    """kindnet's DaemonSet pod on ``node``: it tolerates every taint, so kwok's nodes get one too."""
+    api.post("/api/v1/namespaces/kube-system/pods", {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"kindnet-{node}", "namespace": "kube-system", "labels": {"app": "kindnet"}},
+        "spec": {
+            "nodeName": node,
+            "automountServiceAccountToken": False,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "kindnet-cni", "image": "kindest/kindnetd",
+                            "resources": {"requests": KINDNET_REQUESTS, "limits": KINDNET_REQUESTS}}],
+        },
+    })
 
 
 # kwok's fake nodes as hack/run-e2e-kind.sh makes them for the hypernode (8) and gangevict (4)
 # suites: 8 CPU, 8 Gi, 110 pods, labelled type=kwok and tainted so that only pods that tolerate
-# the taint land there.
+# the taint land there (and kindnet's, which tolerates everything).
 KWOK_CPU, KWOK_MEMORY = "8", "8Gi"
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 KWOK_LABEL = ("type", "kwok")
@@ -101,6 +106,9 @@ def create_kwok_nodes(api: Any, count: int) -> list[str]:
         api.patch(f"/api/v1/nodes/{name}", {"metadata": {"annotations": {"kwok.x-k8s.io/node": "fake",
                                                                            "node.alpha.kubernetes.io/ttl": "0"}},
                                            "spec": {"taints": [KWOK_TAINT]}})
+        # kind's DaemonSets tolerate every taint: kindnet's pod (its requests count) runs on kwok's
+        # nodes too, as in Volcano's CI, where the hypernode suite's expected placements need it.
+        kindnet_pod(api, name)
     return names
 
 

@@ -104,13 +104,19 @@ def place(
     return Placed.YES
 
 
+def walk_rows(ssn: "Session", task: "TaskInfo", candidates: np.ndarray) -> list[int]:
+    """The order the walk tries nodes in: by name. (Volcano's is the order its parallel
+    predicate pass finished in, which nothing fixes; benchmarks/differential_ties.py replays
+    vc-scheduler's.)"""
+    return [int(r) for r in np.flatnonzero(candidates)]
+
+
 def volcano_walk(
     ssn: "Session", stmt: Statement, queue: "QueueInfo", job: "JobInfo", task: "TaskInfo"
 ) -> Step | None:
     """Volcano's per-pod reclaim for ``task`` (see the module rules)."""
     table = ssn.table
-    candidates = candidate_nodes(ssn, task, ssn.predicate(task))
-    for row in (int(r) for r in np.flatnonzero(candidates)):
+    for row in walk_rows(ssn, task, candidate_nodes(ssn, task, ssn.predicate(task))):
         found = reclaimees(ssn, job, row)
         if not found:
             continue
