@@ -671,13 +671,16 @@ def test_argument_getters_with_dotted_keys_and_error_location() -> None:
 
 
 def test_arguments_in_code() -> None:
-    args = Arguments({"a": True, "b": 3, "c": None, "d": "true", "e": {"k": "v"}}, owner="plugin 'x'")
+    args = Arguments({"a": True, "b": 3, "c": None, "d": "true", "e": {"k": "v"}, "f": "F", "g": "yes"},
+                     owner="plugin 'x'")
     assert args.get_bool("a", False) is True
     assert args.get_int("c", 7) == 7  # null == absent
     assert args.get_mapping("e") == {"k": "v"}
-    assert dict(args) == {"a": True, "b": 3, "c": None, "d": "true", "e": {"k": "v"}}
+    assert dict(args) == {"a": True, "b": 3, "c": None, "d": "true", "e": {"k": "v"}, "f": "F", "g": "yes"}
+    # Volcano v1.15's GetBool parses strings as Go's strconv.ParseBool (v1.7.0's did not).
+    assert args.get_bool("d", False) is True and args.get_bool("f", True) is False
     with pytest.raises(ConfigError, match="plugin 'x'"):
-        args.get_bool("d", False)  # strings are never parsed, as upstream
+        args.get_bool("g", False)
     with pytest.raises(ConfigError):
         args.get_int("a", 0)  # bool is not an int
     with pytest.raises(ConfigError):
@@ -759,3 +762,24 @@ def test_plugin_args_made_once_and_again_after_a_change() -> None:
     assert opt.args is not first and opt.args.get_int("binpack.weight", 1) == 5
     assert first.get_int("binpack.weight", 1) == 2  # what a plugin was given stays as it was
     assert opt == PluginOption("binpack", arguments={"binpack.weight": 5})  # the cache is no field
+
+
+def test_a_config_rewritten_by_volcanos_own_e2e_helper_loads_with_its_bools_as_strings() -> None:
+    """Volcano v1.15.1's e2e suites edit the scheduler ConfigMap through a struct whose arguments
+    are strings (its schedulingaction suite swaps proportion for capacity so): the CI config's
+    ``predicate.DynamicResourceAllocationEnable: true`` comes back ``"true"``. vc-scheduler takes
+    it; tidesched refused the whole config and kept the last one (Capacity Reclaim Case 11)."""
+    from tidesched.scheduler import config_from_text
+
+    cfg = config_from_text(textwrap.dedent("""
+        actions: "enqueue, allocate"
+        tiers:
+        - plugins:
+          - name: gang
+        - plugins:
+          - name: predicates
+            arguments:
+              predicate.DynamicResourceAllocationEnable: "true"
+          - name: capacity
+    """), "rewritten.conf")
+    assert cfg.plugin("predicates").args.get_bool("predicate.DynamicResourceAllocationEnable", False) is True  # type: ignore[union-attr]

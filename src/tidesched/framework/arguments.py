@@ -9,6 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 
+# strconv.ParseBool's spellings.
+GO_BOOL_STRINGS = {**dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+                   **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False)}
+
+
 class ConfigError(ValueError):
     """A configuration that must not be used.
 
@@ -152,11 +157,16 @@ class Arguments(Mapping[str, Any]):
         return float(value)
 
     def get_bool(self, key: str, default: bool) -> bool:
+        """A bool, or a string Go's ``strconv.ParseBool`` reads (``"true"``, ``"0"``, ``"F"``,
+        ...), as Volcano v1.15's ``GetBool`` takes it (5ba79f316): its own e2e suites rewrite
+        the scheduler ConfigMap with every argument as a string."""
         value = self._lookup(key)
         if value is None:
             return default
+        if isinstance(value, str) and value in GO_BOOL_STRINGS:
+            return GO_BOOL_STRINGS[value]
         if not isinstance(value, bool):
-            raise self._bad(key, "true or false", value, self._quoted_hint(value))
+            raise self._bad(key, "true or false", value)
         return value
 
     def get_str(self, key: str, default: str) -> str:
