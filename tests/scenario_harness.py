@@ -20,6 +20,8 @@ Format (one scenario per YAML document; a file may hold many)::
       absent_events: [...]         # each must NOT be present (same matching)
       podgroup_conditions: {ns/pg: [{type: Unschedulable, reason: GangTimeout}]}  # each present
       pod_condition_reasons: {ns/pod: GangTimeout}  # exact, when given
+      claims: {ns/pod: {ns/claim: [driver/pool/device]}}  # DRA claim writes of bound pods,
+                                   # exact when given ([]: the claim was allocated before)
 """
 
 from __future__ import annotations
@@ -93,6 +95,8 @@ def check_expectations(doc: dict[str, Any], decisions: Decisions) -> list[str]:
         problems.append(
             f"pod_condition_reasons: expected {expect['pod_condition_reasons']}, got {decisions.pod_condition_reasons}"
         )
+    if "claims" in expect and out.get("claims", {}) != (expect["claims"] or {}):
+        problems.append(f"claims: expected {expect['claims']}, got {out.get('claims', {})}")
     for ev in expect.get("events") or []:
         if not any(_event_matches(ev, e) for e in out["events"]):
             problems.append(f"missing event {ev}; events were: {out['events']}")

@@ -19,6 +19,7 @@ from tidesched.framework.config import SchedulerConfig
 from tidesched.framework.decisions import Decisions, FitErrors
 from tidesched.framework.hooks import SessionHooks
 from tidesched.framework.plugin import Plugin, PredicateResult
+from tidesched.model.dra.ledger import ClaimWrite
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 from tidesched.model.problems import Event
 from tidesched.model.resource import Resource
@@ -85,6 +86,7 @@ class Session(SessionHooks):
         # dispatch, before on_dispatch, so that a world binding at once writes them with it.
         self.annotate_bind: Callable[[TaskInfo], dict[str, str] | None] | None = None
         self.bind_annotations: dict[str, dict[str, str]] = {}
+        self.claim_writes: dict[str, list[ClaimWrite]] = {}
         self.pod_condition_reasons: dict[str, str] = {}
         # PodGroups a plugin already gave their own Warning this session (GangTimeout): close
         # adds no generic "Unschedulable" event for them.
@@ -161,6 +163,13 @@ class Session(SessionHooks):
         """Hand an Allocated task to the binder (Volcano Session.dispatch). A dispatch is final
         (no later action of the session undoes it), so ``on_dispatch``, when a world sets it,
         may start binding at once, as Volcano's cache binds while the session goes on."""
+        if task.pod.claims:
+            writes = self.table.dra.writes(task) if self.table.dra is not None else None
+            if writes is None:  # never bind a pod without its claims (the ledger failed it)
+                self.event("Pod", task.namespace, task.name, "Warning", "FailedScheduling",
+                           f"claims of {task.key} could not be allocated on {task.node_name}; not bound")
+                return
+            self.claim_writes[task.key] = writes
         job = self.jobs.get(task.job)
         if job is not None:
             job.update_task_status(task, TaskStatus.BINDING)
@@ -281,6 +290,7 @@ class Session(SessionHooks):
             pod_condition_reasons=dict(self.pod_condition_reasons),
             wake_at=self.wake_at,
             bind_annotations=dict(self.bind_annotations),
+            claim_writes=dict(self.claim_writes),
         )
 
     def queue_allocated(self) -> dict[str, Resource]:

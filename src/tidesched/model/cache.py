@@ -27,6 +27,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tidesched.model.dra.ledger import ClaimLedger
+from tidesched.model.dra.records import KINDS as DRA_KINDS
+from tidesched.model.dra.records import DraObjects
 from tidesched.model.infos import ALLOCATED_STATUSES, JobInfo, TaskInfo
 from tidesched.model.node_table import NodeTable, occupies_node
 from tidesched.model.objects import DEFAULT_QUEUE, Node, Pod, PodGroup, reparse_pod, reparse_podgroup
@@ -54,8 +57,8 @@ from tidesched.model.state import (
 )
 from tidesched.model.status import TaskStatus
 
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget")
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"})
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", *DRA_KINDS)
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceClaim", "ResourceClaimTemplate"})
 
 # Short ways to parse a copy-on-write status write of the object parsed last (None: parse it all).
 _REPARSERS = {"Pod": reparse_pod, "PodGroup": reparse_podgroup}
@@ -80,6 +83,7 @@ class ClusterCache:
         self._synthesized: dict[str, str] = {}  # pod key -> key of the PodGroup made for it
         self._rev = dict.fromkeys(KINDS, 0)
         self._lists: dict[str, tuple[int, list[Any]]] = {}
+        self.dra = DraObjects()  # the DRA records, kept beside the others (sessions' claim ledgers)
         # Session state (valid unless _rebuild is set).
         self._rebuild = True
         self._table_stale = True
@@ -181,6 +185,8 @@ class ClusterCache:
         elif kind in ("Queue", "PriorityClass"):
             if kind == "PriorityClass" or old is None or record is None:
                 self._rebuild = True  # job membership or every priority may change
+        elif kind in DRA_KINDS:
+            self.dra.put(kind, key, record)  # read afresh by each session's claim ledger
         # PodDisruptionBudgets: only the snapshot lists hold them.
 
     # -- pods and groups ----------------------------------------------------------------
@@ -385,6 +391,7 @@ class ClusterCache:
             queues=queues,
             priority_classes=list(self._list("PriorityClass")),
             pdbs=list(self._list("PodDisruptionBudget")),
+            dra=self.dra,
             problems=[self._problems[k] for k in sorted(self._problems)],
         )
 
@@ -435,6 +442,7 @@ class ClusterCache:
             tasks=tasks,
             table=table.copy(),
         )
+        state.table.dra = ClaimLedger.open(self.dra, state.table)
         return snapshot, state
 
     def node_table(self) -> NodeTable:

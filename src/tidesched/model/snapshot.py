@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tidesched.model.dra.objects import NAMESPACED as DRA_NAMESPACED
+from tidesched.model.dra.objects import PARSERS as DRA_PARSERS
+from tidesched.model.dra.records import DraObjects
 from tidesched.model.loader import Manifest
 from tidesched.model.objects import (
     DEFAULT_QUEUE,
@@ -41,10 +44,11 @@ _PARSERS = {
     "Queue": parse_queue,
     "PriorityClass": parse_priority_class,
     "PodDisruptionBudget": parse_pdb,
+    **DRA_PARSERS,  # DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate
 }
 PARSERS = _PARSERS  # kind -> parse function (raises ObjectError naming the field)
 # Namespaced kinds: their identity (duplicates) is ``namespace/name``.
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"})
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"}) | DRA_NAMESPACED
 # Kinds a scheduler snapshot does not use but that legitimately appear beside the ones it
 # does (the simulator's controllers read some of them).
 IGNORED_KINDS = frozenset(
@@ -72,11 +76,6 @@ IGNORED_KINDS = frozenset(
         "Event",
         "ResourceQuota",
         "LimitRange",
-        # DRA: read once claims are allocated; until then a pod with claims stays pending
-        "ResourceClaim",
-        "ResourceClaimTemplate",
-        "DeviceClass",
-        "ResourceSlice",
     }
 )
 
@@ -93,6 +92,7 @@ class ClusterSnapshot:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # policy/v1, for preemption
+    dra: DraObjects = field(default_factory=DraObjects)  # DRA classes, slices, claims, templates
     problems: list[Event] = field(default_factory=list)  # malformed objects, skipped
     ignored: list[str] = field(default_factory=list)  # sources of objects of unused kinds
 
@@ -211,7 +211,9 @@ def build_snapshot(
             )
             _drop(snap, kind, ident[1])
         seen[ident] = source
-        if kind == "Pod":
+        if kind in DRA_PARSERS:
+            snap.dra.put(kind, ident[1], record)
+        elif kind == "Pod":
             assert isinstance(record, Pod)
             snap.pods.append(record)
         elif kind == "Node":
@@ -237,7 +239,9 @@ def build_snapshot(
 
 
 def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
-    if kind == "Pod":
+    if kind in DRA_PARSERS:
+        snap.dra.put(kind, key, None)
+    elif kind == "Pod":
         snap.pods = [p for p in snap.pods if p.key != key]
     elif kind == "PodGroup":
         snap.podgroups = [p for p in snap.podgroups if p.key != key]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from tidesched.model.dra.ledger import ClaimLedger
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 from tidesched.model.node_table import NodeTable, occupies_node
 from tidesched.model.objects import Pod, PodGroup, PriorityClass, Queue
@@ -141,4 +142,5 @@ def build_state(snapshot: ClusterSnapshot, scheduler_names: Iterable[str]) -> Se
         i = table.index.get(task.node_name)
         if i is not None:
             table.add_task(i, task)
+    table.dra = ClaimLedger.open(snapshot.dra, table)
     return SessionState(snapshot, events, values, default, queues, jobs, tasks, table)

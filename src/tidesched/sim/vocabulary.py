@@ -23,6 +23,11 @@ WORLD_KINDS = (
     "ReplicaSet",
     "Pod",
     "PodDisruptionBudget",
+    # DRA (resource.k8s.io/v1): the simulated resourceclaim controller makes and frees claims
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
 )
 
 

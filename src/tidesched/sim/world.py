@@ -50,7 +50,9 @@ from tidesched.sim.vocabulary import (
 
 # Simulated t=0 is 2025-01-01T00:00:00Z: timestamps on objects are real RFC 3339 times.
 EPOCH = 1735689600.0
-NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget"})
+NAMESPACED = frozenset({
+    "Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceClaim", "ResourceClaimTemplate",
+})
 FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
 
 Listener = Callable[[str, str, "dict[str, Any] | None", "dict[str, Any] | None", str], None]
@@ -423,6 +425,40 @@ class World:
         self.schedule_finish(key, new)
         return True
 
+    def write_claims(self, pod_key: str, writes: Any, now: float) -> bool:
+        """A bind's DRA claim writes, before the binding as kube-scheduler's PreBind does: the
+        allocation (unless the claim has it already — another pod of the session wrote the
+        same one) and the pod in ``reservedFor``. False, writing nothing, when a claim is gone
+        or holds another allocation."""
+        pod = self.get("Pod", pod_key)
+        if pod is None:
+            return False
+        ref = {"resource": "pods", "name": split_key(pod_key)[1], "uid": str(meta(pod).get("uid") or "")}
+        updates = []
+        for w in writes:
+            claim = self.get("ResourceClaim", w.claim)
+            if claim is None or is_deleting(claim):
+                return False
+            st = dict(status(claim))
+            if w.allocation is not None:
+                have = st.get("allocation")
+                if have is not None and have.get("devices") != w.allocation.get("devices"):
+                    return False
+                if have is None:
+                    st["allocation"] = dict(w.allocation, allocationTimestamp=iso(now))
+            elif st.get("allocation") is None:
+                return False
+            reserved = list(st.get("reservedFor") or [])
+            if all(r.get("uid") != ref["uid"] for r in reserved):
+                reserved.append(ref)
+            st["reservedFor"] = reserved
+            new = dict(claim)
+            new["status"] = st
+            updates.append(new)
+        for new in updates:
+            self.put("ResourceClaim", new)
+        return True
+
     def schedule_finish(self, key: str, pod: Mapping[str, Any]) -> None:
         """Queue the end of a running pod's run time (``sim.tidesched.io/duration``), if it has one."""
         ann = annotations(pod)
@@ -541,6 +577,10 @@ class World:
             else:
                 out.stale.append(key)
         for key, node in sorted(d.bound.items()):
+            writes = d.claim_writes.get(key)
+            if writes is not None and not self.write_claims(key, writes, now):
+                out.stale.append(key)
+                continue
             if self.bind_pod(key, node, now, d.bind_annotations.get(key)):
                 out.bound.append((key, node))
             else:
