@@ -13,6 +13,11 @@ limiter. Answers are handled on that loop:
 * anything else, or retries exhausted → forgotten (its resources freed in the cache), a
   ``FailedScheduling`` Warning event, and the pod is simply pending for the next session.
 
+A pod with DRA ResourceClaims has its claims written first (:mod:`~tidesched.cluster.claim_writer`:
+the allocation and the pod in ``reservedFor``, as kube-scheduler's PreBind), and is bound only
+once they are; the claims are assumed in the store with the pod, so the next session sees
+their devices taken.
+
 A restart loses nothing: assumptions live only in memory and the cluster's pods are the truth;
 the API server refuses a second binding of a bound pod, so no pod is ever bound twice (REL-3).
 """
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from tidesched.cluster.api import Cancelled, Kube, error_message, is_transient, status_of
+from tidesched.cluster.claim_writer import ClaimWriter
 from tidesched.cluster.status import EventRecorder
 from tidesched.cluster.store import POD, ClusterStore
 from tidesched.cluster.workers import InFlight
@@ -40,6 +46,8 @@ class BindRequest:
     # Written on the pod with the binding (the API server copies a Binding's annotations onto
     # the pod as it sets the node): the vGPU devices deviceshare gave it.
     annotations: Mapping[str, str] | None = None
+    # DRA claim writes (model.dra.ledger.ClaimWrite) to make before the Binding.
+    claims: tuple[Any, ...] = ()
 
 
 class Binder:
@@ -74,14 +82,16 @@ class Binder:
         self.dropped = 0
         self._in_flight = InFlight()
         self._stopped = False
+        self.claims = ClaimWriter(kube, store, owner=self, max_active=workers, may_send=self._allowed)
 
     def start(self) -> None:
         """Nothing to start: the connection's call loop starts with the first call."""
 
-    def submit(self, binds: Mapping[str, str], annotations: Mapping[str, Mapping[str, str]] | None = None) -> int:
-        """Assume and send the session's binds (with the ``annotations`` a bind carries, by pod
-        key); returns how many were sent. Pods already in flight, already bound or gone are
-        skipped."""
+    def submit(self, binds: Mapping[str, str], annotations: Mapping[str, Mapping[str, str]] | None = None,
+               claims: Mapping[str, Any] | None = None) -> int:
+        """Assume and send the session's binds (with the ``annotations`` a bind carries and the
+        DRA ``claims`` it writes first, by pod key); returns how many were sent. Pods already in
+        flight, already bound or gone are skipped."""
         queued = 0
         for key, node in sorted(binds.items()):
             pod = self.store.get(POD, key)
@@ -89,12 +99,34 @@ class Binder:
                 continue
             uid = str((pod.get("metadata") or {}).get("uid") or "")
             extra = (annotations or {}).get(key) or None
+            writes = tuple((claims or {}).get(key) or ())
+            if (pod.get("spec") or {}).get("resourceClaims") and not writes:
+                continue  # never bind a pod without its claims
             if not self.store.assume(key, node, uid, extra):
                 continue
+            if writes and not self.store.assume_claims(uid, key.split("/", 1)[1], writes):
+                self.store.forget(key)  # a claim changed since the session read it: next session
+                continue
             self._in_flight.add()
-            self._send(BindRequest(key, node, uid, extra), 0, time.monotonic(), 0.0)
+            req = BindRequest(key, node, uid, extra, writes)
+            if writes:
+                self._write_claims(req, time.monotonic())
+            else:
+                self._send(req, 0, time.monotonic(), 0.0)
             queued += 1
         return queued
+
+    def _write_claims(self, req: BindRequest, t0: float) -> None:
+        def written(exc: BaseException | None) -> None:
+            if exc is None:
+                self.store.finish_claims((w.claim for w in req.claims), self.assume_ttl)
+                self._send(req, 0, t0, 0.0)
+            elif isinstance(exc, Cancelled):
+                self._drop(req)
+            else:
+                self._failed(req, exc, t0)
+
+        self.claims.write(req.key.split("/", 1)[1], req.uid, req.claims, written)
 
     # -- the calls and their answers (on the call loop) ------------------------------------
 
@@ -156,6 +188,7 @@ class Binder:
 
     def _failed(self, req: BindRequest, exc: BaseException | None, t0: float) -> None:
         self.store.forget(req.key)
+        self.store.forget_claims(w.claim for w in req.claims)
         self.failed += 1
         msg = error_message(exc) if exc else "unknown error"
         log.warning("binding %s to %s failed: %s", req.key, req.node, msg)
@@ -176,6 +209,7 @@ class Binder:
     def _drop(self, req: BindRequest) -> None:
         """Given up unsent: the pod is pending again in the cache."""
         self.store.forget(req.key)
+        self.store.forget_claims(w.claim for w in req.claims)
         self.dropped += 1
         self._done()
 

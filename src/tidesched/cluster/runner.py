@@ -365,7 +365,8 @@ class Runner:
             )
             # Binds start as the session dispatches them (Volcano's cache binds while the
             # session goes on), so the first pods bind before a long first session ends.
-            ssn.on_dispatch = lambda key, node: self._dispatch(key, node, ssn.bind_annotations.get(key))
+            ssn.on_dispatch = lambda key, node: self._dispatch(
+                key, node, ssn.bind_annotations.get(key), ssn.claim_writes.get(key))
             decisions = run_actions(ssn, on_action=self._observe_action)
         report = quota.report(ssn)  # at close: as the cluster will be once the binds land
         self._session_seconds = time.perf_counter() - t0
@@ -388,16 +389,16 @@ class Runner:
         finally:
             ssn.release()  # freed now, not left to the cyclic collector (Session.release)
 
-    def _dispatch(self, key: str, node: str, annotations: dict[str, str] | None = None) -> None:
+    def _dispatch(self, key: str, node: str, annotations: dict[str, str] | None = None, claims: Any = None) -> None:
         if self.leading() and not self.stop_event.is_set():
-            self.binder.submit({key: node}, {key: annotations} if annotations else None)
+            self.binder.submit({key: node}, {key: annotations} if annotations else None, {key: claims} if claims else None)
 
     def _observe_action(self, name: str, seconds: float) -> None:
         self.metrics.action_duration.labels(name).observe(seconds)
 
     def apply(self, d: Decisions, report: quota.QuotaReport) -> None:
         """Hand the decisions to the writers; returns at once (K8S-2: off the session path)."""
-        queued = self.binder.submit(d.bound, d.bind_annotations)
+        queued = self.binder.submit(d.bound, d.bind_annotations, d.claim_writes)
         evicting = self.evictor.submit(d.evicted, d.eviction_reasons)
         # PodGroups this session moved on are no reason for the next one while their status
         # write is on its way (ClusterStore.assume_enqueued); first, so the write cannot beat it.

@@ -48,6 +48,12 @@ class ResourceType:
     api_version: str
     namespaced: bool
     path: str  # the collection across all namespaces
+    # A kind a cluster may not serve (DRA's before Kubernetes 1.34): a 404 reads as none of
+    # them, and the informer looks again later.
+    optional: bool = False
+
+
+DRA_API = "resource.k8s.io/v1"
 
 
 RESOURCE_TYPES: dict[str, ResourceType] = {
@@ -64,8 +70,14 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType(QUEUE, f"{VOLCANO_GROUP}/{VOLCANO_VERSION}", False, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/queues"),
         ResourceType(PRIORITY_CLASS, "scheduling.k8s.io/v1", False, "/apis/scheduling.k8s.io/v1/priorityclasses"),
         ResourceType(PDB, "policy/v1", True, "/apis/policy/v1/poddisruptionbudgets"),
+        # Dynamic Resource Allocation (docs/dra.md)
+        ResourceType("DeviceClass", DRA_API, False, f"/apis/{DRA_API}/deviceclasses", True),
+        ResourceType("ResourceSlice", DRA_API, False, f"/apis/{DRA_API}/resourceslices", True),
+        ResourceType("ResourceClaim", DRA_API, True, f"/apis/{DRA_API}/resourceclaims", True),
+        ResourceType("ResourceClaimTemplate", DRA_API, True, f"/apis/{DRA_API}/resourceclaimtemplates", True),
     )
 }
+CLAIM = "ResourceClaim"
 
 
 def object_key(obj: dict[str, Any], namespaced: bool) -> str:
@@ -101,6 +113,10 @@ class ClusterStore:
     version: int = 0  # bumped on every change; lets waiters notice progress
     # Whose pods count as work (``--scheduler-name``); None: every pod.
     scheduler_names: frozenset[str] | None = None
+    # ResourceClaim key -> the status a bind in flight writes (allocation, reservedFor), the
+    # pods it reserves for, and its expiry (None while in flight): sessions see the claim
+    # allocated from the moment its pod is assumed bound, as kube-scheduler's assume cache.
+    claims_assumed: dict[str, tuple[dict[str, Any], frozenset[str], float | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.objects = {k: {} for k in self.kinds}
@@ -171,6 +187,8 @@ class ClusterStore:
                     self._confirm(key, current)
                 if key in self.releasing:
                     self._confirm_release(key, current)
+            elif kind == CLAIM and key in self.claims_assumed:
+                self._confirm_claim(key, current)
             self._changed()
 
     def _track(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
@@ -208,6 +226,13 @@ class ClusterStore:
             or (pod.get("spec") or {}).get("nodeName")
         ):
             del self.assumed[key]  # bound (confirmed), deleted or replaced: the API object is the truth
+
+    def _confirm_claim(self, key: str, claim: dict[str, Any] | None) -> None:
+        _status, uids, _exp = self.claims_assumed[key]
+        st = (claim or {}).get("status") or {}
+        have = {r.get("uid") for r in st.get("reservedFor") or []}
+        if claim is None or (st.get("allocation") is not None and uids <= have):
+            del self.claims_assumed[key]  # written (confirmed) or gone: the API object is the truth
 
     def _confirm_release(self, key: str, pod: dict[str, Any] | None) -> None:
         if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
@@ -260,7 +285,9 @@ class ClusterStore:
         with self._cond:
             out: list[dict[str, Any]] = []
             for kind in self.kinds:
-                if kind != POD:
+                if kind == CLAIM:
+                    out.extend(self._claim_overlaid(k, c) for k, c in self.objects[kind].items())
+                elif kind != POD:
                     out.extend(self.objects[kind].values())
             out.extend(self._overlaid(key, pod) for key, pod in self.objects.get(POD, {}).items())
             return out
@@ -276,6 +303,8 @@ class ClusterStore:
                     obj = objects.get(key)
                     if obj is not None and kind == POD:
                         obj = self._overlaid(key, obj)
+                    elif obj is not None and kind == CLAIM:
+                        obj = self._claim_overlaid(key, obj)
                     out.append((kind, key, obj))
                 keys.clear()
             return out
@@ -297,7 +326,58 @@ class ClusterStore:
             return {**pod, "metadata": md}
         return pod
 
+    def _claim_overlaid(self, key: str, claim: dict[str, Any]) -> dict[str, Any]:
+        a = self.claims_assumed.get(key)
+        return claim if a is None else {**claim, "status": a[0]}
+
     # -- overlays -------------------------------------------------------------------------
+
+    def assume_claims(self, pod_uid: str, pod_name: str, writes: Iterable[Any]) -> bool:
+        """A bind in flight writes these claims (``ClaimWrite``s): sessions see each allocated
+        and reserved for the pod until the watch shows it. False, assuming nothing, when a
+        claim is gone or already holds another allocation."""
+        with self._cond:
+            staged = {}
+            for w in writes:
+                claim = self.objects.get(CLAIM, {}).get(w.claim)
+                if claim is None:
+                    return False
+                prev = self.claims_assumed.get(w.claim)
+                st = dict(prev[0] if prev is not None else claim.get("status") or {})
+                have = st.get("allocation")
+                if w.allocation is not None:
+                    if have is not None and have.get("devices") != w.allocation.get("devices"):
+                        return False
+                    st.setdefault("allocation", w.allocation)
+                elif have is None:
+                    return False
+                reserved = list(st.get("reservedFor") or [])
+                if all(r.get("uid") != pod_uid for r in reserved):
+                    reserved.append({"resource": "pods", "name": pod_name, "uid": pod_uid})
+                st["reservedFor"] = reserved
+                staged[w.claim] = (st, (prev[1] if prev is not None else frozenset()) | {pod_uid}, None)
+            for key, value in staged.items():
+                self.claims_assumed[key] = value
+                self._dirty[CLAIM].add(key)
+            self._changed()
+            return True
+
+    def finish_claims(self, keys: Iterable[str], ttl: float) -> None:
+        """The claim writes went through: keep the overlays until the watch shows them, at most ``ttl``."""
+        with self._cond:
+            for key in keys:
+                a = self.claims_assumed.get(key)
+                if a is not None:
+                    self.claims_assumed[key] = (a[0], a[1], time.monotonic() + ttl)
+                    self._confirm_claim(key, self.objects.get(CLAIM, {}).get(key))
+
+    def forget_claims(self, keys: Iterable[str]) -> None:
+        """The claim writes failed: the API objects are the truth again."""
+        with self._cond:
+            for key in keys:
+                if self.claims_assumed.pop(key, None) is not None and CLAIM in self._dirty:
+                    self._dirty[CLAIM].add(key)
+            self._changed()
 
     def assume(self, key: str, node: str, uid: str, annotations: Mapping[str, str] | None = None) -> bool:
         """Mark a pod bound to ``node`` in the cache, with the ``annotations`` its binding
@@ -388,6 +468,11 @@ class ClusterStore:
             for k in rel:
                 del self.releasing[k]
                 self.released_at.pop(k, None)
+            stale = [k for k, a in self.claims_assumed.items() if a[2] is not None and a[2] < now]
+            for k in stale:
+                del self.claims_assumed[k]
+            if stale and CLAIM in self._dirty:
+                self._dirty[CLAIM].update(stale)
             self._dirty[POD].update(gone, rel)
             if gone or rel:
                 self._changed()
@@ -484,6 +569,14 @@ class Informer:
             except Exception as exc:  # noqa: BLE001 - every failure reconnects; none may kill the thread
                 if self._stop.is_set():
                     return
+                if self.rtype.optional and status_of(exc) == 404:
+                    # Not served here (DRA before 1.34): none of them; look again now and then.
+                    if self.rtype.kind not in self.store._synced:
+                        log.info("%s: not served by this cluster (%s); reading none", self.rtype.kind, self.rtype.path)
+                        self.store.replace(self.rtype.kind, {})
+                    self.resource_version = None
+                    self._stop.wait(self.backoff_max * 4)
+                    continue
                 self.errors += 1
                 self._notify("error")
                 if status_of(exc) == 410:
