@@ -14,10 +14,7 @@ controller making claims from templates and freeing them:
 
 from __future__ import annotations
 
-import lzma
-import shutil
 import time
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -35,7 +32,8 @@ from cluster import (
     pods,
     wait_until,
 )
-from controlplane import ControlPlane, _Proc
+from controlplane import ControlPlane
+from resourceclaim_kcm import kcm_binary, start_resourceclaim_controller
 
 RESOURCE = "/apis/resource.k8s.io/v1"
 DRIVER = "gpu.example.com"
@@ -43,30 +41,13 @@ FINALIZER = "resource.kubernetes.io/delete-protection"
 
 
 @pytest.fixture(scope="module")
-def resourceclaim_controller(control_plane: ControlPlane) -> Iterator[_Proc]:
-    """kube-controller-manager (../shared/envtest) running its resourceclaim controller only: the
-    claims of pods that name a ResourceClaimTemplate, reservations and deallocation."""
-    packed = control_plane.assets / "kube-controller-manager.xz"
-    if not packed.exists():
-        pytest.skip(f"no {packed}")
-    binary = Path.home() / ".cache" / "tidesched-e2e" / "kube-controller-manager"
-    if not binary.exists():
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        tmp = binary.with_suffix(".part")
-        with lzma.open(packed) as src, open(tmp, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        tmp.chmod(0o755)
-        tmp.rename(binary)
-    kubeconfig = control_plane.kubeconfig(control_plane.workdir / "kcm.kubeconfig", control_plane.admin_token, user="e2e-admin")
-    proc = _Proc("kube-controller-manager", [
-        str(binary), f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}", "--leader-elect=false", "--secure-port=0",
-        "--controllers=resourceclaim-controller",
-    ], control_plane.workdir / "kube-controller-manager.log")
-    proc.start()
+def resourceclaim_controller(control_plane: ControlPlane) -> Iterator[Any]:
+    """kube-controller-manager's resourceclaim controller, for this module's tests."""
+    binary = kcm_binary(control_plane.assets)
+    if binary is None:
+        pytest.skip(f"no kube-controller-manager.xz in {control_plane.assets}")
+    proc = start_resourceclaim_controller(control_plane, binary)
     try:
-        time.sleep(1.0)
-        assert proc.alive(), proc.tail()
         yield proc
     finally:
         proc.stop()
@@ -154,7 +135,7 @@ def test_claims_from_templates_are_allocated_at_bind_and_freed_by_kcm(e2e, resou
         api.post(f"/api/v1/namespaces/{ns}/pods", _claim_pod(ns, "p2", "g2", {"resourceClaimTemplateName": "one-gpu"}))
         e2e.scheduler(VOLCANO_115_CI_CONF)
         failed = wait_until(lambda: events(api, ns, "p2", "FailedScheduling"), 10, "FailedScheduling on p2")
-        assert "no free device of class gpu.example.com" in failed[-1]["message"], failed[-1]["message"]
+        assert "request gpu (1 device of class gpu.example.com): every such device is taken" in failed[-1]["message"], failed[-1]["message"]
         assert pods(api, ns)["p0"]["status"].get("phase") == "Running" and "p2" not in bound(api, ns)
         # p0 ends; kube-controller-manager takes it out of reservedFor and deallocates its claim.
         wait_until(lambda: bound(api, ns).get("p2") == "node-b", 60, "p2 to bind once p0's device is free")

@@ -144,6 +144,9 @@ class DeviceIndex:
         self.local = self.row >= 0
         self.multi = np.array([e.device.allow_multiple for e in entries], dtype=bool)
         self.counted = np.array([bool(e.device.consumes) for e in entries], dtype=bool)
+        # Capacity with a request policy can refuse a request (consumable capacity): such devices
+        # need the search; plain capacity (a GPU's memory) never does.
+        self.policed = np.array([any(c.policy for c in e.device.capacity.values()) for e in entries], dtype=bool)
         self.unusable = np.array([bool(e.device.binding_conditions) for e in entries], dtype=bool)
         self._data: list[dict[str, Any] | None] = [None] * n
         self._matching: dict[object, tuple[np.ndarray, str]] = {}

@@ -184,21 +184,26 @@ class ClaimLedger:
             sub, match = simple
             free = self.index.per_node(match & ~self.use.in_use)
             enough = free >= sub.count
-            key = pending[0][0]
-            none = allowed & ~enough & (free == 0)
-            few = allowed & ~enough & (free > 0)
-            if none.any():
-                failures.append((f"cannot allocate all claims: claim {key} request {sub.name}: no free device of "
-                                 f"class {sub.class_name}{_matching(sub)}", none))
-            if few.any():
-                failures.append((f"cannot allocate all claims: claim {key} request {sub.name} needs {sub.count} "
-                                 f"free devices of class {sub.class_name}{_matching(sub)}, fewer are free", few))
+            exist = self.index.per_node(match)
+            what = f"claim {pending[0][0]} request {sub.name} ({_wanted(sub)})"
+            few = exist < sub.count  # too few on the node at all, before any is taken
+            for text, mask in (
+                ("no such device on the node", exist == 0),
+                (f"only {'one' if sub.count == 2 else 'some'} such device on the node", (exist > 0) & few),
+                ("every such device is taken", ~few & (free == 0)),
+                (f"fewer than {sub.count} such devices free", ~few & (free > 0)),
+            ):
+                nodes = allowed & ~enough & mask
+                if nodes.any():
+                    failures.append((f"cannot allocate all claims: {what}: {text}", nodes))
             return Check(allowed & enough, failures)
-        passed = allowed & self._necessary(specs)
-        left = allowed & ~passed
+        passed = allowed.copy()
+        for why, short in self._necessary(pending):
+            lost = passed & short
+            if lost.any():
+                failures.append((f"cannot allocate all claims: {why}", lost))
+            passed &= ~short
         what = ", ".join(k for k, _c in pending)
-        if left.any():
-            failures.append((f"cannot allocate all claims ({what}): not enough free matching devices", left))
         failed = np.zeros(len(self.names), dtype=bool)
         timed = np.zeros(len(self.names), dtype=bool)
         for row in np.flatnonzero(passed).tolist():
@@ -222,25 +227,28 @@ class ClaimLedger:
             return None
         sub = req.alternatives[0]
         match, _err = self.index.matching(sub)
-        special = self.index.multi | self.index.counted
-        if (match & special).any() or any(self.index.entries[i].device.capacity for i in np.flatnonzero(match)[:1]):
+        special = self.index.multi | self.index.counted | self.index.policed
+        if (match & special).any():
             return None
         return sub, match
 
-    def _necessary(self, specs: list[Any]) -> np.ndarray:
-        """Nodes where every request, alone, finds enough matching devices that are free or
-        shareable (a superset of the nodes the search succeeds on)."""
-        ok = np.ones(len(self.names), dtype=bool)
+    def _necessary(self, pending: list[tuple[str, ResourceClaim]]) -> list[tuple[str, np.ndarray]]:
+        """Per request, the nodes where it alone cannot find enough matching devices that are
+        free or shareable, and why (the nodes left are a superset of those the search
+        succeeds on)."""
+        out = []
         avail = ~self.use.in_use | self.index.multi
-        for spec in specs:
-            for req in spec.requests:
-                any_alt = np.zeros(len(self.names), dtype=bool)
+        n = len(self.names)
+        for key, claim in pending:
+            for req in claim.spec.requests:
+                ok = np.zeros(n, dtype=bool)
                 for sub in req.alternatives:
                     match, _err = self.index.matching(sub)
-                    counts = self.index.per_node(match & (avail if not sub.admin_access else True))
-                    any_alt |= counts >= (sub.count if sub.mode != "All" else 1)
-                ok &= any_alt
-        return ok
+                    counts = self.index.per_node(match if sub.admin_access else match & avail)
+                    ok |= counts >= (sub.count if sub.mode != "All" else 1)
+                alts = " or ".join(_wanted(s) for s in req.alternatives)
+                out.append((f"claim {key} request {req.name} ({alts}): not enough such devices free", ~ok))
+        return out
 
     def _allocate(self, task: "TaskInfo", specs: list[Any], row: int) -> list[ClaimAllocation] | None | str:
         if self._found_version != self.version:
@@ -321,5 +329,9 @@ class ClaimLedger:
                 yield key, ch.index
 
 
-def _matching(sub: Any) -> str:
-    return f" matching {len(sub.selectors)} selector{'s' if len(sub.selectors) != 1 else ''}" if sub.selectors else ""
+def _wanted(sub: Any) -> str:
+    """What a request asks for, in a reason: count, class, the selectors as written (shortened)."""
+    sel = " && ".join(sub.selectors)
+    if len(sel) > 100:
+        sel = sel[:97] + "..."
+    return f"{sub.count} device{'s' if sub.count != 1 else ''} of class {sub.class_name}" + (f" where {sel}" if sel else "")
