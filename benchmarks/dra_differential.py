@@ -11,10 +11,11 @@ order on its own control plane with kube-controller-manager's resourceclaim cont
 makes the claims from the templates); kube-scheduler and tidesched start once every claim is
 made (each sees the whole world at once) and stop after it; kube-scheduler takes pods of
 ``default-scheduler``;
-tidesched (Volcano v1.15.1's CI config, ``predicate.DynamicResourceAllocationEnable: true``) and
-vc-scheduler v1.15.1 (the same config less ``proportion``, with which it binds no pod that has a
-claim; started before any pod exists, as its README asks) take ``volcano`` pods, each in a
-PodGroup of one. Once pods
+tidesched (its built-in default config, Volcano's default, as ``tidesched run`` starts; or
+``--tidesched-conf ci``: Volcano v1.15.1's CI config) and vc-scheduler v1.15.1 (its CI config,
+``predicate.DynamicResourceAllocationEnable: true``, less ``proportion``, with which it binds no
+pod that has a claim; started before any pod exists, as its README asks) take ``volcano`` pods,
+each in a PodGroup of one. Once pods
 and claims have not changed for ``--quiet`` seconds the outcome is read.
 
 Each column's outcome is checked on its own — **valid**: every bound pod's claims allocated and
@@ -45,6 +46,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+
+import httpx
 import json
 import random
 import shutil
@@ -62,10 +65,11 @@ for _dir in (str(ROOT / "tests" / "e2e"), str(ROOT / "src")):
         sys.path.append(_dir)
 
 from cluster import TIDESCHED, VOLCANO_115_CI_CONF, create_node, ensure_namespace, install_deploy  # noqa: E402
-from controlplane import Api, ApiError, ControlPlane, _Proc, find_assets  # noqa: E402
+from controlplane import Api, ApiError, ControlPlane, _Proc, find_assets, free_port  # noqa: E402
 from resourceclaim_kcm import kcm_binary, start_resourceclaim_controller  # noqa: E402
 
-from tidesched.model.dra.objects import ALL, parse_resource_claim  # noqa: E402
+from tidesched.framework.config import DEFAULT_CONFIG_TEXT  # noqa: E402
+from tidesched.model.dra.objects import ALL  # noqa: E402
 from tidesched.model.snapshot import build_snapshot  # noqa: E402
 from tidesched.model.state import build_state  # noqa: E402
 from tidesched.scheduler import config_from_text, schedule_manifests  # noqa: E402
@@ -79,6 +83,9 @@ VC_VERBOSITY = "2"
 # a claim (every session: "Queue <default> is overused when considering task", its allocatable
 # check refusing), measured on these worlds; without it, it allocates claims.
 VC_CONF = VOLCANO_115_CI_CONF.replace("  - name: proportion\n", "")
+# tidesched's config (--tidesched-conf): its built-in default (Volcano's default config), as
+# ``tidesched run`` starts without --scheduler-conf, or v1.15.1's CI config.
+TIDESCHED_CONF = {"default": DEFAULT_CONFIG_TEXT, "ci": VOLCANO_115_CI_CONF}
 COLUMNS = ("kube-scheduler", "tidesched", "vc-scheduler")
 MODELS = {"L4": ["24Gi"], "A100": ["40Gi", "80Gi"], "H100": ["80Gi"]}
 REPLAY_CONFIG = config_from_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - {name: gang}\n  - {name: predicates}\n')
@@ -182,13 +189,26 @@ class Column:
     # whole world at once, not pods in the order kube-controller-manager made their claims);
     # vc-scheduler runs throughout (it must start before pods with claims exist).
     per_world: _Proc | None = None
+    ready_url: str = ""  # tidesched's /readyz: its informers synced, sessions running
 
     def start_world(self) -> None:
-        if self.per_world is not None:
-            self.per_world.start()
-            time.sleep(0.5)
+        if self.per_world is None:
+            return
+        self.per_world.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             if not self.per_world.alive():
                 raise RuntimeError(f"{self.which} exited:\n{self.per_world.tail()}")
+            if not self.ready_url:
+                time.sleep(1.0)  # kube-scheduler: its first pass over the pods starts at once
+                return
+            try:
+                if httpx.get(self.ready_url, trust_env=False, timeout=2.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.which} not ready in 60 s:\n{self.per_world.tail()}")
 
     def stop_world(self) -> None:
         if self.per_world is not None:
@@ -283,7 +303,8 @@ def _gone(fn: Any) -> None:
             raise
 
 
-def start_column(which: str, assets: Path, kcm: Path, volcano: Path | None, workdir: Path, period: str) -> Column:
+def start_column(which: str, assets: Path, kcm: Path, volcano: Path | None, workdir: Path, period: str,
+                 tidesched_conf: str = "default") -> Column:
     cp = ControlPlane(assets, workdir=workdir)
     cp.start()
     col = Column(which, cp)
@@ -301,9 +322,12 @@ def start_column(which: str, assets: Path, kcm: Path, volcano: Path | None, work
         if which == "tidesched":
             install_deploy(cp.admin)
             conf = workdir / "tidesched.conf"
-            conf.write_text(VOLCANO_115_CI_CONF)
+            conf.write_text(TIDESCHED_CONF[tidesched_conf])
+            port = free_port()
             col.per_world = _Proc(which, [str(TIDESCHED), "run", f"--kubeconfig={admin}", f"--scheduler-conf={conf}",
-                                          f"--schedule-period={period}", "-v=2"], log)
+                                          f"--schedule-period={period}", "-v=2", "--enable-healthz",
+                                          f"--healthz-address=127.0.0.1:{port}"], log)
+            col.ready_url = f"http://127.0.0.1:{port}/readyz"
             return col
         from volcano import install_volcano_crds, start_vc_scheduler  # noqa: PLC0415
 
@@ -455,6 +479,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="the longest a world may take per column")
     ap.add_argument("--period", default="200ms", help="tidesched's and vc-scheduler's --schedule-period")
     ap.add_argument("--no-volcano", action="store_true", help="leave out the vc-scheduler column")
+    ap.add_argument("--tidesched-conf", choices=sorted(TIDESCHED_CONF), default="default",
+                    help="tidesched's scheduler config: its built-in default, or Volcano v1.15.1's CI config")
     ap.add_argument("--out", type=Path, default=Path("dra-differential-out"))
     args = ap.parse_args(argv)
 
@@ -477,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
     work = args.out / "columns"
     shutil.rmtree(work, ignore_errors=True)
     with ThreadPoolExecutor(len(columns)) as pool:
-        started = list(pool.map(lambda c: start_column(c, assets, kcm, volcano, work / c, args.period), columns))
+        started = list(pool.map(lambda c: start_column(c, assets, kcm, volcano, work / c, args.period, args.tidesched_conf),
+                                columns))
     cols = dict(zip(columns, started))
     totals = {c: 0 for c in columns}
     counts = {"match": 0, "explained": 0, "unexplained": 0}
