@@ -78,7 +78,7 @@ RES = "/apis/resource.k8s.io/v1"
 PG = "/apis/scheduling.volcano.sh/v1beta1"
 DRIVER = "gpu.example.com"
 GROUP_NAME = "scheduling.k8s.io/group-name"
-VC_VERBOSITY = "2"
+VC_VERBOSITY = "1"
 # vc-scheduler's config: v1.15.1's CI config less proportion. With proportion it binds no pod with
 # a claim (every session: "Queue <default> is overused when considering task", its allocatable
 # check refusing), measured on these worlds; without it, it allocates claims.

@@ -13,6 +13,9 @@ nodeorder with all its weights non-zero, and binpack. Run by hand:
                                                           # groups, each queue requires 4
     .venv/bin/python benchmarks/session.py --nodes 5000 --spread 0.2   # a fifth of the jobs
         # with topology spread constraints (zone DoNotSchedule maxSkew 2, hostname ScheduleAnyway)
+    .venv/bin/python benchmarks/session.py --nodes 5000 --v115   # plus Volcano v1.15's row-local
+        # plugins resource-strategy-fit, usage and numa-aware (no usage or NUMA data: the cost
+        # of having them in the config), against the same size without --v115
     .venv/bin/python benchmarks/session.py --cli --nodes 5000 --pods 20000 --repeat 3
         # `tidesched schedule` end to end in a child process (start, load, parse, session, JSON
         # out, exit) on the same input written as one JSON file
@@ -152,9 +155,18 @@ def generate(
     return objs
 
 
-def run(n_nodes: int, n_pods: int, nodegroups: bool = False, spread: float = 0.0) -> None:
+V115_PLUGINS = """\
+  - name: resource-strategy-fit
+    arguments:
+      resources: {cpu: {type: MostAllocated, weight: 1}, memory: {type: LeastAllocated, weight: 1}}
+  - name: usage
+  - name: numa-aware
+"""
+
+
+def run(n_nodes: int, n_pods: int, nodegroups: bool = False, spread: float = 0.0, v115: bool = False) -> None:
     objs = generate(n_nodes, n_pods, nodegroups=nodegroups, spread=spread)
-    config = config_from_text(CONFIG + (NODEGROUP_PLUGIN if nodegroups else ""))
+    config = config_from_text(CONFIG + (NODEGROUP_PLUGIN if nodegroups else "") + (V115_PLUGINS if v115 else ""))
     t0 = time.perf_counter()
     snapshot = build_snapshot(objs)
     t1 = time.perf_counter()
@@ -215,6 +227,7 @@ def main() -> None:
     )
     ap.add_argument("--nodegroups", action="store_true", help="label nodes with 8 groups, give queues affinity, add the nodegroup plugin")
     ap.add_argument("--spread", type=float, default=0.0, help="fraction of jobs with topology spread constraints")
+    ap.add_argument("--v115", action="store_true", help="add resource-strategy-fit, usage and numa-aware")
     ap.add_argument("--cli", action="store_true", help="time `tidesched schedule` end to end in a child process")
     ap.add_argument("--repeat", type=int, default=1, help="with --cli: runs per size")
     args = ap.parse_args()
@@ -228,7 +241,7 @@ def main() -> None:
         return
     tune_gc()  # as the command line does
     for n in args.nodes:
-        run(n, args.pods, args.nodegroups, args.spread)
+        run(n, args.pods, args.nodegroups, args.spread, args.v115)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from builders import node, pod
 from cluster_helpers import FAST_INFORMER, fake_api, informers, kube_for, wait
 from tidesched.cluster.store import (
     NODE,
+    NUMATOPO,
     POD,
     PODGROUP,
     RESOURCE_TYPES,
@@ -277,3 +278,16 @@ def test_podgroups_a_session_moved_on_are_no_work_until_their_write_shows_or_fai
     assert "ns/g" not in store.enqueued  # not Pending in the store: nothing to hold
     store.replace(PODGROUP, {"ns/g": group})
     assert store.has_work()
+
+
+def test_an_optional_kind_without_its_crd_counts_as_listed_and_empty() -> None:
+    """Numatopology is Volcano's CRD: a cluster without it (the fake API serves no such path)
+    must not keep the scheduler from starting; the kind is listed as empty and looked at again."""
+    with fake_api() as api:
+        api.create(node("n1"))
+        with informers(api) as (store, infs):
+            assert store.wait_synced(10)
+            assert store.items(NUMATOPO) == []
+            inf = next(i for i in infs if i.rtype.kind == NUMATOPO)
+            assert inf.errors == 0  # an absent CRD is no error
+        assert api.count("GET", r"^/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies") >= 1

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from tidesched.actions.pdb import BudgetView, budget_view
+from tidesched.actions.starving import starving_turns
 from tidesched.actions.victims import (
     TentativeEvictions,
     candidate_nodes,
@@ -60,11 +61,12 @@ from tidesched.actions.victims import (
     node_tasks_sorted,
     validate_victims,
 )
+from tidesched.framework.gates import ungated_pending
 from tidesched.framework.reasons import PREEMPT, eviction_reason
 from tidesched.framework.victim_order import order_victims
 from tidesched.framework.queues import PriorityQueue
 from tidesched.framework.statement import Statement
-from tidesched.model.status import PREEMPTABLE_STATUSES, TaskStatus
+from tidesched.model.status import PREEMPTABLE_STATUSES
 
 if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
@@ -113,22 +115,13 @@ class PreemptOptions:
 
 def execute(ssn: "Session") -> None:
     opts = PreemptOptions.from_session(ssn)
-    preemptor_jobs: dict[str, PriorityQueue] = {}
+    turns = starving_turns(ssn)
+    preemptor_jobs = turns.starving  # by queue (a queue's uid is its name)
     preemptor_tasks: dict[str, PriorityQueue] = {}
     under_request: dict[str, list["JobInfo"]] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending():
-            continue
-        vr = ssn.job_valid(job)
-        if vr is not None and not vr.passed:
-            continue
-        if job.queue not in ssn.queues:
-            continue
-        if not ssn.job_starving(job):
-            continue
-        preemptor_jobs.setdefault(job.queue, PriorityQueue(ssn.job_order_less)).push(job)
+    for job in turns.jobs:
         under_request.setdefault(job.queue, []).append(job)
-        preemptor_tasks[job.uid] = PriorityQueue(ssn.task_order_less, job.tasks_with_status(TaskStatus.PENDING))
+        preemptor_tasks[job.uid] = PriorityQueue(ssn.task_order_less, ungated_pending(job))
 
     queues = PriorityQueue(ssn.queue_order_less, (ssn.queues[q] for q in sorted(preemptor_jobs)))
     while not queues.empty():
@@ -148,7 +141,7 @@ def execute(ssn: "Session") -> None:
                 stmt.discard()
         # Phase 2: between tasks of one job.
         for job in under_request[queue.uid]:
-            tasks = PriorityQueue(ssn.task_order_less, job.tasks_with_status(TaskStatus.PENDING))
+            tasks = PriorityQueue(ssn.task_order_less, ungated_pending(job))
             while not tasks.empty():
                 preemptor = tasks.pop()
                 stmt = Statement(ssn)

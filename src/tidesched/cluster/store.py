@@ -28,16 +28,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from tidesched.cluster.api import ApiException, Kube, json_lines, status_of
+from tidesched.model.gates import only_volcano_gate, raw_gate_names
 
 log = logging.getLogger("tidesched.cluster.store")
 
-NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB = (
+NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, QUOTA, NUMATOPO = (
     "Node",
     "Pod",
     "PodGroup",
     "Queue",
     "PriorityClass",
     "PodDisruptionBudget",
+    "ResourceQuota",
+    "Numatopology",
 )
 VOLCANO_GROUP, VOLCANO_VERSION = "scheduling.volcano.sh", "v1beta1"
 
@@ -48,8 +51,8 @@ class ResourceType:
     api_version: str
     namespaced: bool
     path: str  # the collection across all namespaces
-    # A kind a cluster may not serve (DRA's before Kubernetes 1.34): a 404 reads as none of
-    # them, and the informer looks again later.
+    # A CRD a cluster may not have: while the API answers 404 the kind counts as listed and
+    # empty (the scheduler does not wait for it), and the informer looks again now and then.
     optional: bool = False
 
 
@@ -70,6 +73,9 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType(QUEUE, f"{VOLCANO_GROUP}/{VOLCANO_VERSION}", False, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/queues"),
         ResourceType(PRIORITY_CLASS, "scheduling.k8s.io/v1", False, "/apis/scheduling.k8s.io/v1/priorityclasses"),
         ResourceType(PDB, "policy/v1", True, "/apis/policy/v1/poddisruptionbudgets"),
+        ResourceType(QUOTA, "v1", True, "/api/v1/resourcequotas"),  # the resourcequota plugin
+        # the numa-aware plugin; Volcano's chart installs the CRD, a cluster without it has none
+        ResourceType(NUMATOPO, "nodeinfo.volcano.sh/v1alpha1", False, "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies", optional=True),
         # Dynamic Resource Allocation (docs/dra.md)
         ResourceType("DeviceClass", DRA_API, False, f"/apis/{DRA_API}/deviceclasses", True),
         ResourceType("ResourceSlice", DRA_API, False, f"/apis/{DRA_API}/resourceslices", True),
@@ -242,6 +248,11 @@ class ClusterStore:
     def _changed(self) -> None:
         self.version += 1
         self._cond.notify_all()
+
+    def listed(self, kind: str) -> bool:
+        """Whether ``kind``'s first list is complete."""
+        with self._cond:
+            return kind in self._synced
 
     def synced(self) -> bool:
         with self._cond:
@@ -485,6 +496,9 @@ def _waiting_pod(pod: dict[str, Any], names: frozenset[str] | None) -> bool:
         return False
     if names is not None and (spec.get("schedulerName") or "default-scheduler") not in names:
         return False
+    gates = raw_gate_names(spec)
+    if gates and not only_volcano_gate(gates):
+        return False  # no session can place it, or lift its gates: their removal is a change
     return ((pod.get("status") or {}).get("phase") or "Pending") == "Pending"
 
 
@@ -569,13 +583,8 @@ class Informer:
             except Exception as exc:  # noqa: BLE001 - every failure reconnects; none may kill the thread
                 if self._stop.is_set():
                     return
-                if self.rtype.optional and status_of(exc) == 404:
-                    # Not served here (DRA before 1.34): none of them; look again now and then.
-                    if self.rtype.kind not in self.store._synced:
-                        log.info("%s: not served by this cluster (%s); reading none", self.rtype.kind, self.rtype.path)
-                        self.store.replace(self.rtype.kind, {})
-                    self.resource_version = None
-                    self._stop.wait(self.backoff_max * 4)
+                if status_of(exc) == 404 and self.rtype.optional:
+                    self._absent()
                     continue
                 self.errors += 1
                 self._notify("error")
@@ -585,6 +594,17 @@ class Informer:
                 log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.rtype.kind, exc, backoff)
                 self._stop.wait(backoff * random.uniform(0.8, 1.2))
                 backoff = min(backoff * 2, self.backoff_max)
+
+    ABSENT_RECHECK = 60.0  # seconds between looks for an optional kind's missing CRD
+
+    def _absent(self) -> None:
+        """An optional kind the API server does not serve: none of it, until it appears."""
+        if not self.store.listed(self.rtype.kind) or self.store.items(self.rtype.kind):
+            log.info("%s: not served by the API server (CRD not installed?): none read; looking again every %.0fs",
+                     self.rtype.kind, self.ABSENT_RECHECK)
+            self.store.replace(self.rtype.kind, {})
+        self.resource_version = None
+        self._stop.wait(self.ABSENT_RECHECK)
 
     def _list(self) -> None:
         items: dict[str, dict[str, Any]] = {}
@@ -665,5 +685,9 @@ def list_once(kube: Kube, kinds: tuple[str, ...] = tuple(RESOURCE_TYPES)) -> lis
     kind, no watch."""
     store = ClusterStore(kinds=kinds)
     for kind in kinds:
-        Informer(kube, RESOURCE_TYPES[kind], store)._list()
+        try:
+            Informer(kube, RESOURCE_TYPES[kind], store)._list()
+        except ApiException as exc:
+            if not (exc.status == 404 and RESOURCE_TYPES[kind].optional):
+                raise  # an optional kind whose CRD is not installed: none of it
     return store.snapshot_objects()

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tidesched.explain.gates import gate_lines
 from tidesched.framework.decisions import FitErrors
+from tidesched.model.dequeue import honoured
 from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
@@ -35,6 +37,14 @@ def explain_lines(
         f"PodGroup {job.uid} (queue {job.queue}, phase {decisions.podgroups.get(job.uid)}): "
         f"{job.ready_task_num()} of minMember {job.min_available} tasks ready."
     )
+    lines.extend(gate_lines(ssn, decisions, task, job))
+    queue = ssn.queues.get(job.queue)
+    if queue is not None and not honoured(queue.queue.dequeue_strategy):
+        lines.append(
+            f"Queue {job.queue} asks for dequeueStrategy {queue.queue.dequeue_strategy}: Volcano v1.15.1 does not act "
+            "on it, nor does tidesched; its jobs are dequeued as traverse (one that cannot start does not hold "
+            "back those behind it)."
+        )
     fe = job.fit_errors.get(task.uid)
     if isinstance(fe, FitErrors):
         lines.append("Nodes: " + fe.error())

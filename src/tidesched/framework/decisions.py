@@ -54,6 +54,9 @@ class Decisions:
     # The DRA claim writes each bound pod with ResourceClaims needs before its Binding (the
     # allocation when the session made it, and the pod added to reservedFor), by pod key.
     claim_writes: dict[str, list[ClaimWrite]] = field(default_factory=dict)
+    # Pods whose queue now takes them: their Volcano queue-admission gate is to be removed
+    # (feature SchedulingGatesQueueAdmission; framework/gates.py), by pod key, in that order.
+    ungated: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -67,6 +70,8 @@ class Decisions:
             out["claims"] = {k: {w.claim: _devices(w) for w in v} for k, v in sorted(self.claim_writes.items())}
         if self.bind_annotations:
             out["bind_annotations"] = {k: dict(sorted(v.items())) for k, v in sorted(self.bind_annotations.items())}
+        if self.ungated:
+            out["ungated"] = sorted(self.ungated)
         return out
 
 

@@ -57,8 +57,9 @@ from tidesched.model.state import (
 )
 from tidesched.model.status import TaskStatus
 
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", *DRA_KINDS)
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceClaim", "ResourceClaimTemplate"})
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota", "Numatopology",
+         *DRA_KINDS)
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "ResourceClaim", "ResourceClaimTemplate"})
 
 # Short ways to parse a copy-on-write status write of the object parsed last (None: parse it all).
 _REPARSERS = {"Pod": reparse_pod, "PodGroup": reparse_podgroup}
@@ -187,7 +188,7 @@ class ClusterCache:
                 self._rebuild = True  # job membership or every priority may change
         elif kind in DRA_KINDS:
             self.dra.put(kind, key, record)  # read afresh by each session's claim ledger
-        # PodDisruptionBudgets: only the snapshot lists hold them.
+        # PodDisruptionBudgets, ResourceQuotas, Numatopologies: only the snapshot lists hold them.
 
     # -- pods and groups ----------------------------------------------------------------
 
@@ -392,6 +393,8 @@ class ClusterCache:
             priority_classes=list(self._list("PriorityClass")),
             pdbs=list(self._list("PodDisruptionBudget")),
             dra=self.dra,
+            resource_quotas=list(self._list("ResourceQuota")),
+            numatopologies=list(self._list("Numatopology")),
             problems=[self._problems[k] for k in sorted(self._problems)],
         )
 

@@ -20,6 +20,9 @@ from tidesched.rules.selectors import CompiledLabelSelector, SelectorError, comp
 from tidesched.rules.taints import parse_toleration
 from tidesched.rules.topology_spread import SpreadConstraint, parse_spread_constraints
 from tidesched.model.claims import PodClaim, pod_claims
+from tidesched.model.dequeue import DEFAULT as DEFAULT_DEQUEUE, parse_dequeue_strategy
+from tidesched.model.gates import parse_scheduling_gates
+from tidesched.model.pod_conditions import scheduled_time
 from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
     INT32,
     INT64,
@@ -37,6 +40,7 @@ from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import PODS, Resource
+from tidesched.model.resource_quota import ResourceList, resource_list
 from tidesched.model.status import PodGroupPhase, QueueState, TaskStatus
 from tidesched.model.vgpu import NodeDevices, PodAssignment, VgpuRequest, node_devices, pod_assignment, pod_request
 
@@ -164,6 +168,10 @@ class Pod:
     vgpu_assignment: PodAssignment | None = None
     # spec.resourceClaims (DRA): the claims the pod may start with only once they are allocated
     claims: tuple[PodClaim, ...] = ()
+    # spec.schedulingGates' names: while any is there the pod is not scheduled (model.gates)
+    scheduling_gates: tuple[str, ...] = ()
+    # when the PodScheduled condition turned True (0: not scheduled), for cdp's cooldown
+    scheduled_time: float = 0.0
 
     @property
     def key(self) -> str:
@@ -320,6 +328,8 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         vgpu=vgpu,
         vgpu_assignment=pod_assignment(meta.annotations) if vgpu is not None else None,
         claims=pod_claims(spec, status),
+        scheduling_gates=parse_scheduling_gates(spec),
+        scheduled_time=scheduled_time(status),
     )
 
 
@@ -373,6 +383,7 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         start_time = parse_time(status.get("startTime"), "status.startTime")
         # A template's claim is named in the status once the resourceclaim controller made it.
         claims = pod_claims(spec, status) if prev.claims and spec is not None else prev.claims
+        scheduled = scheduled_time(status)
     except ObjectError:
         return None
     return replace(
@@ -385,6 +396,7 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         group_name=meta.annotations.get(GROUP_NAME_ANNOTATION, ""),
         raw_spec=spec if spec is not None else {},
         claims=claims,
+        scheduled_time=scheduled,
     )
 
 
@@ -400,6 +412,7 @@ class Node:
     unschedulable: bool
     ready: bool
     vgpu: NodeDevices | None = None  # registered vGPU devices that count (model.vgpu)
+    capacity: Resource | None = None  # status.capacity (the rescheduling plugin's percentages)
 
     @property
     def name(self) -> str:
@@ -433,6 +446,7 @@ def parse_node(obj: Mapping[str, Any]) -> Node:
         unschedulable=parse_flag(spec.get("unschedulable"), "spec.unschedulable"),
         ready=ready,
         vgpu=node_devices(meta.annotations, allocatable.scalars),
+        capacity=None if status.get("capacity") is None else _resources(status.get("capacity"), "status.capacity"),
     )
 
 
@@ -451,6 +465,8 @@ class PodGroup:
     phase: str
     conditions: tuple[Mapping[str, Any], ...]
     preemptable: bool
+    # spec.minResources by name as written (``requests.cpu`` too), for the resourcequota plugin
+    min_resource_list: ResourceList | None = None
 
     @property
     def key(self) -> str:
@@ -487,6 +503,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
         phase=phase,
         conditions=tuple(c for c in _list(status, "conditions", "status.conditions") if isinstance(c, Mapping)),
         preemptable=bool(preempt),
+        min_resource_list=None if min_res is None else resource_list(min_res, "spec.minResources"),
     )
 
 
@@ -532,6 +549,7 @@ class Queue:
     # the field, so the queue itself still schedules and the plugin can refuse it clearly.
     node_group_affinity: "NodeGroupAffinity | None" = None
     affinity_error: str = ""
+    dequeue_strategy: str = DEFAULT_DEQUEUE  # spec.dequeueStrategy (model.dequeue)
 
     @property
     def name(self) -> str:
@@ -625,6 +643,7 @@ def parse_queue(obj: Mapping[str, Any]) -> Queue:
         state=state,
         node_group_affinity=affinity,
         affinity_error=affinity_error,
+        dequeue_strategy=parse_dequeue_strategy(spec),
     )
 
 

@@ -32,6 +32,9 @@ from tidesched.model.objects import (
     parse_queue,
 )
 from tidesched.model.problems import Event, ObjectError, warning
+from tidesched.model.node_usage import NodeUsage
+from tidesched.model.numatopology import Numatopology, parse_numatopology
+from tidesched.model.resource_quota import ResourceQuota, parse_resource_quota
 from tidesched.model.resource import Resource
 from tidesched.model.status import PodGroupPhase, QueueState
 
@@ -44,11 +47,13 @@ _PARSERS = {
     "Queue": parse_queue,
     "PriorityClass": parse_priority_class,
     "PodDisruptionBudget": parse_pdb,
+    "ResourceQuota": parse_resource_quota,
+    "Numatopology": parse_numatopology,
     **DRA_PARSERS,  # DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate
 }
 PARSERS = _PARSERS  # kind -> parse function (raises ObjectError naming the field)
 # Namespaced kinds: their identity (duplicates) is ``namespace/name``.
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"}) | DRA_NAMESPACED
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota"}) | DRA_NAMESPACED
 # Kinds a scheduler snapshot does not use but that legitimately appear beside the ones it
 # does (the simulator's controllers read some of them).
 IGNORED_KINDS = frozenset(
@@ -74,7 +79,6 @@ IGNORED_KINDS = frozenset(
         "MPIJob",
         "Lease",
         "Event",
-        "ResourceQuota",
         "LimitRange",
     }
 )
@@ -93,6 +97,10 @@ class ClusterSnapshot:
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # policy/v1, for preemption
     dra: DraObjects = field(default_factory=DraObjects)  # DRA classes, slices, claims, templates
+    resource_quotas: list[ResourceQuota] = field(default_factory=list)  # for the resourcequota plugin
+    numatopologies: list[Numatopology] = field(default_factory=list)  # for the numa-aware plugin
+    # Measured load by node name (a metrics source's, in `tidesched run`): usage, rescheduling
+    node_usage: dict[str, NodeUsage] = field(default_factory=dict)
     problems: list[Event] = field(default_factory=list)  # malformed objects, skipped
     ignored: list[str] = field(default_factory=list)  # sources of objects of unused kinds
 
@@ -224,6 +232,10 @@ def build_snapshot(
             snap.queues.append(record)  # type: ignore[arg-type]
         elif kind == "PodDisruptionBudget":
             snap.pdbs.append(record)  # type: ignore[arg-type]
+        elif kind == "ResourceQuota":
+            snap.resource_quotas.append(record)  # type: ignore[arg-type]
+        elif kind == "Numatopology":
+            snap.numatopologies.append(record)  # type: ignore[arg-type]
         else:
             snap.priority_classes.append(record)  # type: ignore[arg-type]
 
@@ -251,5 +263,9 @@ def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
         snap.queues = [q for q in snap.queues if q.name != key]
     elif kind == "PodDisruptionBudget":
         snap.pdbs = [p for p in snap.pdbs if p.key != key]
+    elif kind == "ResourceQuota":
+        snap.resource_quotas = [q for q in snap.resource_quotas if q.key != key]
+    elif kind == "Numatopology":
+        snap.numatopologies = [t for t in snap.numatopologies if t.key != key]
     else:
         snap.priority_classes = [p for p in snap.priority_classes if p.name != key]

@@ -23,12 +23,17 @@ WORLD_KINDS = (
     "ReplicaSet",
     "Pod",
     "PodDisruptionBudget",
+    "ResourceQuota",  # held as given: no quota controller keeps its status.used here
+    "Numatopology",  # held as given: no resource exporter updates it here
     # DRA (resource.k8s.io/v1): the simulated resourceclaim controller makes and frees claims
     "DeviceClass",
     "ResourceSlice",
     "ResourceClaimTemplate",
     "ResourceClaim",
 )
+# The world's namespaced kinds (the others are cluster-scoped).
+NAMESPACED_KINDS = frozenset({"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceQuota",
+                              "ResourceClaim", "ResourceClaimTemplate"})
 
 
 class ScenarioError(ValueError):
