@@ -7,6 +7,7 @@ import time
 from builders import node, pod
 from cluster_helpers import FAST_INFORMER, fake_api, informers, kube_for, wait
 from tidesched.cluster.store import (
+    HYPERNODE,
     NODE,
     POD,
     PODGROUP,
@@ -277,3 +278,22 @@ def test_podgroups_a_session_moved_on_are_no_work_until_their_write_shows_or_fai
     assert "ns/g" not in store.enqueued  # not Pending in the store: nothing to hold
     store.replace(PODGROUP, {"ns/g": group})
     assert store.has_work()
+
+
+def test_hypernodes_absent_from_the_cluster_count_as_none_and_do_not_hold_the_sync() -> None:
+    """A cluster without Volcano's topology CRD answers 404 for HyperNodes: the informer lists
+    them as empty (the store syncs, the scheduler starts) and keeps looking."""
+    with fake_api() as api:
+        api.create_many([node("n0")])
+        store = ClusterStore(kinds=(NODE, HYPERNODE))
+        infs = [Informer(kube_for(api), RESOURCE_TYPES[k], store, absent_retry=0.05, **FAST_INFORMER) for k in (NODE, HYPERNODE)]
+        for inf in infs:
+            inf.start()
+        try:
+            assert store.wait_synced(10)
+            assert store.objects[HYPERNODE] == {} and sorted(store.objects[NODE]) == ["n0"]
+            assert store.wait_for(lambda: api.count("GET", r"hypernodes$", 404) >= 2, 5)
+            assert infs[1].errors == 0
+        finally:
+            for inf in infs:
+                inf.stop()

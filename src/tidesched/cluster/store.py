@@ -31,15 +31,17 @@ from tidesched.cluster.api import ApiException, Kube, json_lines, status_of
 
 log = logging.getLogger("tidesched.cluster.store")
 
-NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB = (
+NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, HYPERNODE = (
     "Node",
     "Pod",
     "PodGroup",
     "Queue",
     "PriorityClass",
     "PodDisruptionBudget",
+    "HyperNode",
 )
 VOLCANO_GROUP, VOLCANO_VERSION = "scheduling.volcano.sh", "v1beta1"
+TOPOLOGY_GROUP_VERSION = "topology.volcano.sh/v1alpha1"
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,9 @@ class ResourceType:
     api_version: str
     namespaced: bool
     path: str  # the collection across all namespaces
+    # A CRD the cluster may not have (HyperNodes: Volcano's topology CRD): while its API answers
+    # 404 the kind is listed as empty, so the scheduler starts and schedules without it.
+    optional: bool = False
 
 
 RESOURCE_TYPES: dict[str, ResourceType] = {
@@ -64,6 +69,7 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType(QUEUE, f"{VOLCANO_GROUP}/{VOLCANO_VERSION}", False, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/queues"),
         ResourceType(PRIORITY_CLASS, "scheduling.k8s.io/v1", False, "/apis/scheduling.k8s.io/v1/priorityclasses"),
         ResourceType(PDB, "policy/v1", True, "/apis/policy/v1/poddisruptionbudgets"),
+        ResourceType(HYPERNODE, TOPOLOGY_GROUP_VERSION, False, f"/apis/{TOPOLOGY_GROUP_VERSION}/hypernodes", optional=True),
     )
 }
 
@@ -432,6 +438,7 @@ class Informer:
         watch_timeout: int = 300,
         backoff_base: float = 0.2,
         backoff_max: float = 30.0,
+        absent_retry: float = 30.0,
         on_event: Callable[[str, str], None] | None = None,
     ) -> None:
         self.kube = kube
@@ -441,6 +448,8 @@ class Informer:
         self.watch_timeout = watch_timeout
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self.absent_retry = absent_retry  # an optional kind's API answered 404: look again after this
+        self._absent = False
         self.on_event = on_event  # (kind, what): "relist" | "error" | "watch", for metrics
         self.resource_version: str | None = None
         self.relists = 0
@@ -484,6 +493,15 @@ class Informer:
             except Exception as exc:  # noqa: BLE001 - every failure reconnects; none may kill the thread
                 if self._stop.is_set():
                     return
+                if self.rtype.optional and status_of(exc) == 404:
+                    # The CRD is not installed: no such objects (and a sync), then look again.
+                    if not self._absent:
+                        log.info("%s: not served by this cluster (404); scheduling without them", self.rtype.kind)
+                        self.store.replace(self.rtype.kind, {})
+                        self._absent = True
+                    self.resource_version = None
+                    self._stop.wait(self.absent_retry)
+                    continue
                 self.errors += 1
                 self._notify("error")
                 if status_of(exc) == 410:
@@ -572,5 +590,9 @@ def list_once(kube: Kube, kinds: tuple[str, ...] = tuple(RESOURCE_TYPES)) -> lis
     kind, no watch."""
     store = ClusterStore(kinds=kinds)
     for kind in kinds:
-        Informer(kube, RESOURCE_TYPES[kind], store)._list()
+        try:
+            Informer(kube, RESOURCE_TYPES[kind], store)._list()
+        except ApiException as exc:
+            if not (RESOURCE_TYPES[kind].optional and exc.status == 404):
+                raise
     return store.snapshot_objects()

@@ -27,6 +27,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tidesched.model.hypernode_tree import HyperNodeIndex, HyperNodeTree
 from tidesched.model.infos import ALLOCATED_STATUSES, JobInfo, TaskInfo
 from tidesched.model.node_table import NodeTable, occupies_node
 from tidesched.model.objects import DEFAULT_QUEUE, Node, Pod, PodGroup, reparse_pod, reparse_podgroup
@@ -54,7 +55,7 @@ from tidesched.model.state import (
 )
 from tidesched.model.status import TaskStatus
 
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget")
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "HyperNode")
 _NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"})
 
 # Short ways to parse a copy-on-write status write of the object parsed last (None: parse it all).
@@ -95,6 +96,9 @@ class ClusterCache:
         self._unsorted_rows: set[int] = set()
         self._order_stale = True  # _tasks / _jobs not in key order
         self._lent = False  # a session may have changed the infos since the last open
+        # The network topology: HyperNodes and node labels resolved per change (model.hypernode_tree).
+        self._hypernodes = HyperNodeIndex()
+        self._tree: HyperNodeTree | None = None
 
     # -- feeding ------------------------------------------------------------------------
 
@@ -178,6 +182,11 @@ class ClusterCache:
             self._group_changed(key, record)
         elif kind == "Node":
             self._table_stale = True
+            self._hypernodes.set_node(key, None if record is None else record.meta.labels)
+            self._tree = None
+        elif kind == "HyperNode":
+            self._hypernodes.set_hypernode(key, record)
+            self._tree = None
         elif kind in ("Queue", "PriorityClass"):
             if kind == "PriorityClass" or old is None or record is None:
                 self._rebuild = True  # job membership or every priority may change
@@ -385,6 +394,7 @@ class ClusterCache:
             queues=queues,
             priority_classes=list(self._list("PriorityClass")),
             pdbs=list(self._list("PodDisruptionBudget")),
+            hypernodes=list(self._list("HyperNode")),
             problems=[self._problems[k] for k in sorted(self._problems)],
         )
 
@@ -413,6 +423,9 @@ class ClusterCache:
 
         snapshot = self.snapshot()
         events = list(snapshot.problems)
+        if self._tree is None:
+            self._tree = self._hypernodes.tree(table.names)
+        events.extend(self._tree.problems)
         queues = {q.name: queue_info(q) for q in snapshot.queues}
         queues = dict(sorted(queues.items()))
         for pg in snapshot.podgroups:
@@ -434,6 +447,7 @@ class ClusterCache:
             jobs=dict(self._jobs),
             tasks=tasks,
             table=table.copy(),
+            hypernodes=self._tree,
         )
         return snapshot, state
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tidesched.model.hypernodes import HyperNode, parse_hypernode
 from tidesched.model.loader import Manifest
 from tidesched.model.objects import (
     DEFAULT_QUEUE,
@@ -41,6 +42,7 @@ _PARSERS = {
     "Queue": parse_queue,
     "PriorityClass": parse_priority_class,
     "PodDisruptionBudget": parse_pdb,
+    "HyperNode": parse_hypernode,  # topology.volcano.sh (model.hypernodes)
 }
 PARSERS = _PARSERS  # kind -> parse function (raises ObjectError naming the field)
 # Namespaced kinds: their identity (duplicates) is ``namespace/name``.
@@ -93,6 +95,7 @@ class ClusterSnapshot:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # policy/v1, for preemption
+    hypernodes: list[HyperNode] = field(default_factory=list)  # network topology (model.hypernode_tree)
     problems: list[Event] = field(default_factory=list)  # malformed objects, skipped
     ignored: list[str] = field(default_factory=list)  # sources of objects of unused kinds
 
@@ -222,6 +225,8 @@ def build_snapshot(
             snap.queues.append(record)  # type: ignore[arg-type]
         elif kind == "PodDisruptionBudget":
             snap.pdbs.append(record)  # type: ignore[arg-type]
+        elif kind == "HyperNode":
+            snap.hypernodes.append(record)  # type: ignore[arg-type]
         else:
             snap.priority_classes.append(record)  # type: ignore[arg-type]
 
@@ -247,5 +252,7 @@ def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
         snap.queues = [q for q in snap.queues if q.name != key]
     elif kind == "PodDisruptionBudget":
         snap.pdbs = [p for p in snap.pdbs if p.key != key]
+    elif kind == "HyperNode":
+        snap.hypernodes = [h for h in snap.hypernodes if h.name != key]
     else:
         snap.priority_classes = [p for p in snap.priority_classes if p.name != key]
