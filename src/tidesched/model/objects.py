@@ -34,6 +34,7 @@ from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT
     parse_time,
     str_map,
 )
+from tidesched.model.network_topology import GangTopology, parse_gang_topology
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import PODS, Resource
@@ -451,6 +452,7 @@ class PodGroup:
     phase: str
     conditions: tuple[Mapping[str, Any], ...]
     preemptable: bool
+    topology: GangTopology | None = None  # spec.networkTopology and spec.subGroupPolicy
 
     @property
     def key(self) -> str:
@@ -487,6 +489,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
         phase=phase,
         conditions=tuple(c for c in _list(status, "conditions", "status.conditions") if isinstance(c, Mapping)),
         preemptable=bool(preempt),
+        topology=parse_gang_topology(spec),
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from tidesched.model.hypernodes import HyperNode, parse_hypernode
 from tidesched.model.loader import Manifest
+from tidesched.model.network_topology import pod_network_topology
 from tidesched.model.objects import (
     DEFAULT_QUEUE,
     QUEUE_NAME_ANNOTATION,
@@ -143,6 +144,7 @@ def synthesize_podgroup(pod: Pod) -> PodGroup:
         phase=PodGroupPhase.RUNNING if running else PodGroupPhase.PENDING,
         conditions=(),
         preemptable=pod.preemptable if "volcano.sh/preemptable" in pod.meta.annotations else False,
+        topology=pod_network_topology(pod.meta.annotations),
     )
 
 
