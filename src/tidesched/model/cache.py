@@ -99,6 +99,7 @@ class ClusterCache:
         # The network topology: HyperNodes and node labels resolved per change (model.hypernode_tree).
         self._hypernodes = HyperNodeIndex()
         self._tree: HyperNodeTree | None = None
+        self._domains: dict[str, tuple[str, str]] = {}  # job uid -> HyperNodes its gang was placed within
 
     # -- feeding ------------------------------------------------------------------------
 
@@ -448,6 +449,7 @@ class ClusterCache:
             tasks=tasks,
             table=table.copy(),
             hypernodes=self._tree,
+            domains=self._domains,
         )
         return snapshot, state
 

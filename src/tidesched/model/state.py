@@ -10,7 +10,7 @@ a task or a warning is made one way only.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tidesched.model.hypernode_tree import HyperNodeTree, build_tree
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
@@ -32,6 +32,9 @@ class SessionState:
     tasks: dict[str, TaskInfo]  # tasks of those jobs, by uid, in pod key order
     table: NodeTable  # ready nodes, with every pod that occupies one
     hypernodes: HyperNodeTree  # the network topology over the table's nodes (model.hypernode_tree)
+    # The HyperNode each gang was placed within by earlier sessions (job uid -> name): the
+    # cluster cache's memory (Volcano keeps AllocatedHyperNode in its cache); empty when rebuilt.
+    domains: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def priority_values(classes: Iterable[PriorityClass]) -> tuple[dict[str, int], int]:
