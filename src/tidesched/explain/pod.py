@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tidesched.explain.topology import topology_lines
 from tidesched.framework.decisions import FitErrors
 from tidesched.model.status import TaskStatus
 
@@ -35,6 +36,7 @@ def explain_lines(
         f"PodGroup {job.uid} (queue {job.queue}, phase {decisions.podgroups.get(job.uid)}): "
         f"{job.ready_task_num()} of minMember {job.min_available} tasks ready."
     )
+    lines.extend(topology_lines(ssn, job))
     fe = job.fit_errors.get(task.uid)
     if isinstance(fe, FitErrors):
         lines.append("Nodes: " + fe.error())
