@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidesched.actions.allocate_topology import allocate_gang, place_tasks
+from tidesched.actions.allocate_topology import allocate_gang, place_tasks, settle_fit_errors
 from tidesched.framework.placement import choose_node, no_node_errors
 from tidesched.framework.decisions import FitErrors
 from tidesched.framework.queues import KeyedQueue, PriorityQueue
@@ -102,12 +102,14 @@ def _allocate_constrained(ssn: "Session", job: "JobInfo", queue: "QueueInfo", pe
         # A constraint that does not apply (an unknown tier name): the whole cluster, as any gang.
         run = place_tasks(ssn, job, queue, tasks, ssn.topology.top)
         if run is None:
+            settle_fit_errors(ssn, job)
             pending[job.uid] = []
             return False
         stmt, rest, placed = run.stmt, run.rest, None
     else:
         found = allocate_gang(ssn, job, queue, tasks)
         if found is None:
+            settle_fit_errors(ssn, job)
             ssn.topology.note_waiting(job, tasks)
             return False
         stmt, rest, hn, sub = found

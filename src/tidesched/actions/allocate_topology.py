@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from tidesched.framework.decisions import FitErrors
 from tidesched.framework.placement import choose_node, no_node_errors
 from tidesched.framework.statement import Statement
@@ -30,6 +32,11 @@ from tidesched.framework.topology import PURPOSE_ALLOCATE
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
+
+
+# Try every HyperNode of a group, as Volcano does, without pruning or stopping early: the
+# reference the tests hold the fast search to (same decisions).
+EXHAUSTIVE = False
 
 
 class _Run:
@@ -47,6 +54,8 @@ def place_tasks(ssn: "Session", job: "JobInfo", queue: "QueueInfo", tasks: list[
     when the gang is then ready or pipelined, else None (undone)."""
     topo = ssn.topology
     within = None if hypernode == topo.top else topo.mask(hypernode)
+    if within is not None and not EXHAUSTIVE and _cannot_hold(ssn, job, tasks, hypernode):
+        return None
     stmt = Statement(ssn)
     domain = topo.sub_domain.get(job.uid, "")
     constrained = topo.has_topology(job)
@@ -67,7 +76,8 @@ def place_tasks(ssn: "Session", job: "JobInfo", queue: "QueueInfo", tasks: list[
             topo.current[job.uid] = domain  # what the node scores read (task.JobAllocatedHyperNode)
         row, now, fit = choose_node(ssn, task, within)
         if row is None:
-            job.fit_errors[task.uid] = no_node_errors(ssn, task, fit)
+            # The reasons are worked out only for the run that stays (see settle_fit_errors).
+            job.fit_errors[task.uid] = FitErrors(total_nodes=len(ssn.table), message=_UNSETTLED)
             if job.need_continue_allocating():
                 continue
             break
@@ -89,6 +99,81 @@ def place_tasks(ssn: "Session", job: "JobInfo", queue: "QueueInfo", tasks: list[
     return None
 
 
+_UNSETTLED = "\0unsettled"
+
+
+def settle_fit_errors(ssn: "Session", job: "JobInfo") -> None:
+    """The node reasons of the pods the last run left without a node (dry runs skip them)."""
+    for uid, fe in list(job.fit_errors.items()):
+        if isinstance(fe, FitErrors) and fe.message == _UNSETTLED:
+            task = ssn.tasks.get(uid)
+            if task is not None:
+                job.fit_errors[uid] = no_node_errors(ssn, task, ssn.table.fits_cached(task, "future"))
+
+
+def _static_part(task: "TaskInfo") -> tuple:
+    spec = task.pod.raw_spec
+    return spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations")
+
+
+def _alike(tasks: list["TaskInfo"]) -> bool:
+    """Pods with the same requests and the same node filters, none of them asking to be near
+    other pods (whose placement could open a node the first pod cannot use)."""
+    first = tasks[0]
+    if first.check_cols is None or (first.pod.affinity or {}).get("podAffinity") or first.pod.spread_constraints:
+        return False  # placing some could open nodes to the others
+    part = _static_part(first)
+    return all(
+        t is first or (t.check_cols is not None and np.array_equal(t.check_cols, first.check_cols) and _static_part(t) == part)
+        for t in tasks
+    )
+
+
+def _still_needed(ssn: "Session", job: "JobInfo") -> int:
+    """Pods the gang must still have placed before it is pipelined (gang's count; other
+    plugins only add conditions), 0 when it is already, or when some plugin may let it through
+    sooner (then nothing is pruned)."""
+    if ssn.job_pipelined(job):
+        return 0
+    return job.min_available - job.ready_task_num() - job.waiting_task_num() - job.pending_best_effort_num()
+
+
+def _room(ssn: "Session", task: "TaskInfo", rows: np.ndarray | None = None) -> np.ndarray:
+    """Per node (of ``rows``, all when None), at most how many pods like ``task`` it could take:
+    its future-idle resources over the request, none where a predicate refuses the pod."""
+    assert task.check_cols is not None
+    table = ssn.table
+    cols = np.flatnonzero(task.check_cols > 0)
+    sel = slice(None) if rows is None else rows
+    room = np.floor((table.future_idle[sel][:, cols] + 0.1) / task.check_cols[cols]).min(axis=1).clip(min=0)
+    room[~ssn.predicate_mask(task)[sel]] = 0
+    return room
+
+
+def _cannot_hold(ssn: "Session", job: "JobInfo", tasks: list["TaskInfo"], hypernode: str) -> bool:
+    """Whether the run is sure to fail, so that it need not be made: the gang still needs k
+    pods placed, and the HyperNode's future-idle resources, summed, fall short of the k
+    smallest requests in some dimension (every pod placed takes its request from one node of
+    it). A run that passes may still fail; one that fails here always would."""
+    k = _still_needed(ssn, job)
+    if k <= 0:
+        return False
+    if k > len(tasks):
+        return True
+    rows = ssn.topology.rows[ssn.topology.index[hypernode]]
+    if not len(rows):
+        return True
+    table = ssn.table
+    first = tasks[0]
+    if _alike(tasks):
+        return bool(_room(ssn, first, rows).sum() < k)
+    reqs = [t.init_vec for t in tasks if t.init_vec is not None]
+    if len(reqs) < k:
+        return False
+    need = np.sort(np.array(reqs), axis=0)[:k].sum(axis=0)
+    return bool(np.any(need > table.future_idle[rows].sum(axis=0) + 0.1))
+
+
 def _ranked(ssn: "Session", job: "JobInfo", group: list[str]) -> list[list[str]]:
     """The group in levels of equal score (each as the only candidate), best first, names in
     order within a level."""
@@ -104,7 +189,7 @@ def place_within(ssn: "Session", job: "JobInfo", queue: "QueueInfo", tasks: list
     it; the run kept (its statement applied), with its score and the sub-job's new domain."""
     topo = ssn.topology
     for group in ssn.hypernode_gradient(job, hypernode, PURPOSE_ALLOCATE, sub=True):
-        for level in _ranked(ssn, job, group):
+        for level in ([sorted(group)] if EXHAUSTIVE else _ranked(ssn, job, group)):
             if len(level) == 1:
                 job.fit_errors.clear()
                 run = place_tasks(ssn, job, queue, tasks, level[0])
@@ -149,10 +234,13 @@ def allocate_gang(
     saved_sub = topo.sub_domain.get(job.uid, "")
     try:
         for group in ssn.hypernode_gradient(job, topo.top, PURPOSE_ALLOCATE):
-            leaves_only = all(not topo.tree.infos[n].children for n in group if n in topo.tree.infos)
+            leaves_only = not EXHAUSTIVE and all(not topo.tree.infos[n].children for n in group if n in topo.tree.infos)
             results: dict[str, float] = {}
+            hopeless = _hopeless(ssn, job, tasks, group) if leaves_only else set()
             for level in (_ranked(ssn, job, group) if leaves_only else [sorted(group)]):
                 for name in level:
+                    if name in hopeless:
+                        continue  # a run there is sure to fail (see _cannot_hold)
                     job.fit_errors.clear()
                     run = _gang_in(ssn, job, queue, tasks, name)
                     topo.sub_domain[job.uid] = saved_sub  # Volcano RecoverSubJobStatus
@@ -173,6 +261,22 @@ def allocate_gang(
         return None
     finally:
         topo.sub_domain[job.uid] = saved_sub
+
+
+def _hopeless(ssn: "Session", job: "JobInfo", tasks: list["TaskInfo"], group: list[str]) -> set[str]:
+    """The lowest-tier HyperNodes of ``group`` that cannot hold the pods the gang still needs,
+    all at once for pods alike (one pass over the nodes), else none."""
+    topo = ssn.topology
+    k = _still_needed(ssn, job)
+    if k <= 0 or not tasks or not topo.leaves_disjoint or not _alike(tasks):
+        return set()
+    lowest = topo.tree.tiers[0]
+    if any(topo.tier_of(n) != lowest for n in group):
+        return set()
+    room = _room(ssn, tasks[0])
+    has_leaf = topo.leaf >= 0
+    per = np.bincount(topo.leaf[has_leaf], weights=room[has_leaf], minlength=len(topo.names))
+    return {n for n in group if per[topo.index[n]] < k}
 
 
 def _gang_in(ssn: "Session", job: "JobInfo", queue: "QueueInfo", tasks: list["TaskInfo"], hypernode: str) -> _Run | None:

@@ -43,7 +43,7 @@ class SessionTopology:
         shape = table.shared.get("hypernode-shape")
         if shape is None or shape[0] is not tree:  # per node set and tree: built once for both
             shape = table.shared["hypernode-shape"] = _shape(tree, table)
-        _tree, self.names, self.index, self.rows, self.row_members, self.leaf = shape
+        _tree, self.names, self.index, self.rows, self.row_members, self.leaf, self.leaves_disjoint = shape
         # Effective hard tier per gang with a constraint (None: stated but not applied).
         self.tier: dict[str, int | None] = {}
         self.mode: dict[str, str] = {}
@@ -199,5 +199,8 @@ def _shape(tree: HyperNodeTree, table: "NodeTable") -> tuple:
         row = table.index.get(node)
         if row is not None:
             leaf[row] = index[hn]
-    return tree, names, index, rows, row_members, leaf
+    # Whether every node is in at most one HyperNode of the lowest tier (then ``leaf`` says all).
+    lowest = tree.tiers[0]
+    disjoint = sum(len(rows[i]) for i, n in enumerate(names) if tree.infos[n].tier == lowest) == int((leaf >= 0).sum())
+    return tree, names, index, rows, row_members, leaf, disjoint
 

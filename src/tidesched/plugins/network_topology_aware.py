@@ -90,9 +90,12 @@ class NetworkTopologyAwarePlugin(Plugin):
                 self.future[h] = table.future_idle[rows].sum(axis=0)
         tiers = topo.tree.tiers
         self.min_tier, self.max_tier = tiers[0], tiers[-1]
+        self._tiers = np.array([topo.tier_of(n) for n in topo.names], dtype=np.int64)
         # Binpacked columns and their weights.
         self.cols = {name: table.dim_index[name] for name in self.binpack if name in table.dim_index}
+        self._total_tier_weight = 0.0
         self._normal_tiers = self._tier_rows() if self.normal_enable else []
+        self._requests: dict[str, dict[int, float]] = {}
 
         def moved(sign: float) -> Any:
             def handler(task: "TaskInfo") -> None:
@@ -136,6 +139,12 @@ class NetworkTopologyAwarePlugin(Plugin):
         if root is None:
             return []
         eligible: dict[int, list[str]] = {}
+        if root == topo.top and not domain:
+            # Every HyperNode is under the top: one comparison over all of them.
+            ok = self._eligible_all(need, purpose) & (self._tiers <= highest)
+            for i in np.flatnonzero(ok).tolist():
+                eligible.setdefault(int(self._tiers[i]), []).append(topo.names[i])
+            return self._ordered(eligible, purpose)
         queue, seen = [root], {root}
         while queue:
             cur = queue.pop(0)
@@ -148,6 +157,9 @@ class NetworkTopologyAwarePlugin(Plugin):
                 if child not in seen:
                     seen.add(child)
                     queue.append(child)
+        return self._ordered(eligible, purpose)
+
+    def _ordered(self, eligible: dict[int, list[str]], purpose: str) -> list[list[str]]:
         groups = [sorted(eligible[t]) for t in sorted(eligible)]
         if purpose != PURPOSE_EVICT:
             return groups
@@ -178,6 +190,12 @@ class NetworkTopologyAwarePlugin(Plugin):
         if lca == available:
             return allowed
         return None
+
+    def _eligible_all(self, need: np.ndarray, purpose: str) -> np.ndarray:
+        fits = need < 0.1
+        if purpose == PURPOSE_EVICT:
+            return np.all(fits | (need < self.alloc + 0.1), axis=1)
+        return np.all(fits | (need < self.idle + 0.1), axis=1) | np.all(fits | (need < self.future + 0.1), axis=1)
 
     def _eligible(self, name: str, tier: int, highest: int, domain: str, need: np.ndarray, purpose: str) -> bool:
         if tier > highest:
@@ -222,14 +240,16 @@ class NetworkTopologyAwarePlugin(Plugin):
 
     def hypernode_scores(self, job: "JobInfo", candidates: list[str], tie_bonus: bool = True) -> dict[str, float]:
         topo = self.ssn.topology
-        request: dict[int, float] = {}
-        for t in job.tasks.values():
-            if t.req_vec is None:
-                continue
-            for name in t.resreq.resource_names():
-                col = self.cols.get(name)
-                if col is not None:
-                    request[col] = request.get(col, 0.0) + float(t.req_vec[col])
+        request = self._requests.get(job.uid)
+        if request is None:  # every task of the gang, placed or not: fixed for the session
+            request = self._requests[job.uid] = {}
+            for t in job.tasks.values():
+                if t.req_vec is None:
+                    continue
+                for name in t.resreq.resource_names():
+                    col = self.cols.get(name)
+                    if col is not None:
+                        request[col] = request.get(col, 0.0) + float(t.req_vec[col])
         values = self._binpack_many(np.array([topo.index[c] for c in candidates], dtype=np.int64), request)
         scores = dict(zip(candidates, values.tolist()))
         best = max(scores.values(), default=-1.0)
@@ -292,36 +312,34 @@ class NetworkTopologyAwarePlugin(Plugin):
         return 0.0
 
     def _tier_rows(self) -> list[tuple[float, np.ndarray]]:
-        """Per tier from the lowest to the top (every tier number between): its weight
-        ``fading^(tier-1)`` and, per row, the HyperNode of that tier holding it (-1: none)."""
+        """Per tier from the lowest up to the top (every tier number between): its weight
+        ``fading^(tier-1)`` and, per row, the HyperNode of that tier holding it (-1: none). The
+        top's own term is left out: every node is in it, so it adds the same to every node's
+        score and never changes which node is best."""
         topo, table = self.ssn.topology, self.ssn.table
         out = []
         for tier in range(self.min_tier, self.max_tier + 1):
             of_row = np.full(len(table), -1, dtype=np.int64)
-            for name in sorted(topo.names, reverse=True):  # the first by name wins
-                if topo.tier_of(name) == tier:
-                    of_row[topo.rows[topo.index[name]]] = topo.index[name]
+            if tier != topo.top_tier:
+                for name in sorted(topo.names, reverse=True):  # the first by name wins
+                    if topo.tier_of(name) == tier:
+                        of_row[topo.rows[topo.index[name]]] = topo.index[name]
             out.append((self.fading ** (tier - 1), of_row))
-        return out
+        self._total_tier_weight = sum(w for w, _ in out)
+        return [(w, of_row) for w, of_row in out if (of_row >= 0).any()]
 
     def _normal_scores(self, task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
-        if not self.normal_enable or not self._normal_tiers:
+        """Volcano's normal-pod bin-packing: per tier, the bin-packing of the node's HyperNode of
+        that tier (1 where it has none), weighted; up to the constant of the top tier."""
+        if not self.normal_enable or self._total_tier_weight <= 0:
             return np.zeros(len(idx))
-        total_w = sum(w for w, _ in self._normal_tiers)
-        if total_w <= 0:
-            return np.zeros(len(idx))
+        assert task.req_vec is not None
         request = {col: float(task.req_vec[col]) for name in task.resreq.resource_names()
-                   if (col := self.cols.get(name)) is not None and task.req_vec is not None}
-        hn_scores: dict[int, float] = {}
+                   if (col := self.cols.get(name)) is not None}
+        all_hn = self._binpack_many(np.arange(len(self.alloc)), request) if self._normal_tiers else None
         out = np.zeros(len(idx))
         for w, of_row in self._normal_tiers:
             hs = of_row[idx]
-            for k, h in enumerate(hs.tolist()):
-                if h < 0:
-                    out[k] += w
-                    continue
-                s = hn_scores.get(h)
-                if s is None:
-                    s = hn_scores[h] = self._binpack(h, request)
-                out[k] += w * s
-        return out / total_w
+            assert all_hn is not None
+            out += w * np.where(hs >= 0, all_hn[np.maximum(hs, 0)], 1.0)
+        return out / self._total_tier_weight
