@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from tidesched.actions.evict_domain import constrained, within_best_domain
 from tidesched.actions.pdb import BudgetView, budget_view
 from tidesched.actions.victims import (
     TentativeEvictions,
@@ -139,6 +140,17 @@ def execute(ssn: "Session") -> None:
             job = jobs.pop()
             stmt = Statement(ssn)
             tasks = preemptor_tasks[job.uid]
+            if constrained(ssn, job):
+                # A gang held to one HyperNode takes its room inside one (actions/evict_domain.py).
+                pending = [tasks.pop() for _ in range(len(tasks))]
+
+                def turn(s: Statement, job: "JobInfo" = job, pending: list["TaskInfo"] = pending) -> None:
+                    for preemptor in pending:
+                        if not ssn.job_starving(job):
+                            break
+                        preempt_task(ssn, s, preemptor, _between_jobs_filter(ssn, preemptor, job), opts)
+
+                within_best_domain(ssn, stmt, job, turn)
             while ssn.job_starving(job) and not tasks.empty():
                 preemptor = tasks.pop()
                 preempt_task(ssn, stmt, preemptor, _between_jobs_filter(ssn, preemptor, job), opts)

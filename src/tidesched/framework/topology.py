@@ -56,6 +56,9 @@ class SessionTopology:
         self.current: dict[str, str] = {}  # a gang's domain while its tasks are being placed
         self._masks: dict[str, np.ndarray] = {}
         self.waiting: dict[str, str] = {}  # job uid -> why no HyperNode took it, in topology terms
+        # Set while a topology-aware reclaim or preempt tries one HyperNode: the only nodes
+        # its victims and the reclaimer's pods may be on.
+        self.evict_within: np.ndarray | None = None
         for job in jobs.values():
             topo = job.pod_group.topology
             nt = topo.network_topology if topo is not None else None
