@@ -464,6 +464,13 @@ class ClusterCache:
         assert self._table is not None
         return self._table
 
+    def hypernodes(self) -> HyperNodeTree:
+        """The HyperNode tree over the nodes as they are (for readers that only look)."""
+        table = self.node_table()
+        if self._tree is None:
+            self._tree = self._hypernodes.tree(table.names)
+        return self._tree
+
     def node(self, name: str) -> Node | None:
         return self.records["Node"].get(name)
 

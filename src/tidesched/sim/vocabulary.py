@@ -23,6 +23,7 @@ WORLD_KINDS = (
     "ReplicaSet",
     "Pod",
     "PodDisruptionBudget",
+    "HyperNode",  # network topology (model.hypernodes); the world only keeps them
 )
 
 
