@@ -123,3 +123,19 @@ def card_pod(
     if owner:
         p["metadata"]["ownerReferences"] = [{"kind": owner, "name": f"{name}-owner"}]
     return p
+
+
+def filter_config(plugin: str, action: str = "preempt") -> str:
+    """A config where only ``plugin`` filters ``action``'s victims (priority and gang order and
+    gate the jobs, with their Preemptable switches off)."""
+    return (f'actions: "{action}"\ntiers:\n- plugins:\n  - {{name: priority, enablePreemptable: false}}\n'
+            f"  - {{name: gang, enablePreemptable: false}}\n  - {{name: {plugin}}}\n")
+
+
+def decide(objs: list[dict[str, Any]], config: str, now: float = 0.0):
+    """The decisions of one session over ``objs`` with the config text, as ``schedule`` makes them."""
+    from tidesched.model.loader import Manifest
+    from tidesched.scheduler import config_from_text, schedule_manifests
+
+    manifests = [Manifest(f"objects[{i}]", o) for i, o in enumerate(objs)]
+    return schedule_manifests(manifests, config_from_text(config), now=now)[1]

@@ -39,7 +39,8 @@ def load_registries() -> None:
     global _loaded
     if _loaded:
         return
-    from tidesched.actions import allocate, backfill, enqueue, preempt
+    from tidesched.actions import allocate, backfill, enqueue, gangpreempt, gangreclaim, preempt, shuffle
+    from tidesched.actions.gang_evict import GangEvictOptions
     from tidesched.actions.reclaim import action as reclaim
     from tidesched.plugins import (
         bestfit,
@@ -47,6 +48,7 @@ def load_registries() -> None:
         capacity,
         capacity_card,
         cardprotect,
+        cdp,
         conformance,
         deviceshare,
         dotprod,
@@ -59,15 +61,22 @@ def load_registries() -> None:
         nodegroup,
         nodeorder,
         overcommit,
+        pdb,
         predicates,
         priority,
         proportion,
         random_node,
         sla,
+        task_topology,
+        tdm,
     )
 
     ACTIONS.update({"enqueue": enqueue.execute, "allocate": allocate.execute, "backfill": backfill.execute,
                     "preempt": preempt.execute, "reclaim": reclaim.execute})
+    ACTIONS.update({"shuffle": shuffle.execute, "gangpreempt": gangpreempt.execute,
+                    "gangreclaim": gangreclaim.execute})
+    ARGUMENT_CHECKS.update({"gangpreempt": GangEvictOptions.from_arguments,
+                            "gangreclaim": GangEvictOptions.from_arguments})
     ARGUMENT_CHECKS.update({"preempt": preempt.PreemptOptions.from_arguments, "reclaim": reclaim.gang_safe})
     for cls in (
         priority.PriorityPlugin, gang.GangPlugin, conformance.ConformancePlugin, predicates.PredicatesPlugin,
@@ -75,6 +84,7 @@ def load_registries() -> None:
         overcommit.OvercommitPlugin, capacity.CapacityPlugin, capacity_card.CapacityCardPlugin,
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
         deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
+        pdb.PdbPlugin, cdp.CdpPlugin, tdm.TdmPlugin, task_topology.TaskTopologyPlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,
@@ -136,9 +146,10 @@ def validate_arguments(config: SchedulerConfig) -> SchedulerConfig:
         if check is not None:
             args = config.action_arguments(name)
             try:
-                check(args)
+                checked = check(args)
             except Exception as exc:  # noqa: BLE001
                 raise args.locate(exc) from None
+            config.warnings.extend(getattr(checked, "warnings", ()))
     return config
 
 

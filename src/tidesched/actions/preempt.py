@@ -54,6 +54,7 @@ import numpy as np
 
 from tidesched.actions.evict_domain import constrained, within_best_domain
 from tidesched.actions.pdb import BudgetView, budget_view
+from tidesched.actions.starving import starving_turns
 from tidesched.actions.victims import (
     TentativeEvictions,
     candidate_nodes,
@@ -114,20 +115,11 @@ class PreemptOptions:
 
 def execute(ssn: "Session") -> None:
     opts = PreemptOptions.from_session(ssn)
-    preemptor_jobs: dict[str, PriorityQueue] = {}
+    turns = starving_turns(ssn)
+    preemptor_jobs = turns.starving  # by queue (a queue's uid is its name)
     preemptor_tasks: dict[str, PriorityQueue] = {}
     under_request: dict[str, list["JobInfo"]] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending():
-            continue
-        vr = ssn.job_valid(job)
-        if vr is not None and not vr.passed:
-            continue
-        if job.queue not in ssn.queues:
-            continue
-        if not ssn.job_starving(job):
-            continue
-        preemptor_jobs.setdefault(job.queue, PriorityQueue(ssn.job_order_less)).push(job)
+    for job in turns.jobs:
         under_request.setdefault(job.queue, []).append(job)
         preemptor_tasks[job.uid] = PriorityQueue(ssn.task_order_less, job.tasks_with_status(TaskStatus.PENDING))
 

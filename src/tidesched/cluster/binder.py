@@ -55,7 +55,7 @@ class Binder:
         retries: int = 3,
         retry_delay: float = 0.2,
         assume_ttl: float = 30.0,
-        on_result: Callable[[str, float], None] | None = None,
+        on_result: Callable[[str, float, str], None] | None = None,
         may_send: Callable[[], bool] | None = None,
     ) -> None:
         self.kube = kube
@@ -65,7 +65,7 @@ class Binder:
         self.retries = retries
         self.retry_delay = retry_delay
         self.assume_ttl = assume_ttl
-        self.on_result = on_result  # ("bound" | "error", seconds) for metrics
+        self.on_result = on_result  # ("bound" | "error", seconds, pod key) for metrics
         # Asked right before every call (the runner: "do we still lead?"). A no drops the bind
         # unsent: nothing leaves a scheduler that lost its lease.
         self.may_send = may_send
@@ -149,7 +149,7 @@ class Binder:
         self.store.finish_binding(req.key, self.assume_ttl)
         self.bound += 1
         if self.on_result:
-            self.on_result("bound", time.monotonic() - t0)
+            self.on_result("bound", time.monotonic() - t0, req.key)
         if self.recorder is not None:
             self.recorder.record_scheduled(req.key, req.node)
         self._done()
@@ -160,7 +160,7 @@ class Binder:
         msg = error_message(exc) if exc else "unknown error"
         log.warning("binding %s to %s failed: %s", req.key, req.node, msg)
         if self.on_result:
-            self.on_result("error", time.monotonic() - t0)
+            self.on_result("error", time.monotonic() - t0, req.key)
         if self.recorder is not None:
             ns, name = req.key.split("/", 1)
             self.recorder.record(

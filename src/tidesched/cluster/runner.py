@@ -37,8 +37,11 @@ from tidesched.cluster.evictor import Evictor
 from tidesched.cluster.leader import LeaderElector
 from tidesched.cluster.server import HttpServer, ListenError, Metrics, routes_for
 from tidesched.cluster.status import EventRecorder, StatusBatch, StatusWriter
-from tidesched.cluster.store import ClusterStore, Informer, start_informers
+from tidesched.cluster.store import POD, ClusterStore, Informer, start_informers
+from tidesched.cluster.volcano_session import read_session
 from tidesched.model.cache import ClusterCache
+from tidesched.model.fields import parse_time
+from tidesched.model.problems import ObjectError
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
 from tidesched.scheduler import collector_paused, config_from_file, open_session, run_actions
 
@@ -129,7 +132,7 @@ class Runner:
             self.store,
             self.recorder,
             workers=options.bind_workers,
-            on_result=self.metrics.bind_result,
+            on_result=self._bind_result,
             may_send=self.leading,
             **co.get("binder", {}),
         )
@@ -351,9 +354,15 @@ class Runner:
         self._session_version = self.store.version
         self.store.expire()
         t0 = time.perf_counter()
+        observed = self.options.enable_metrics  # Volcano's families are read only when served
+        dispatched_at: list[float] = []
         with collector_paused():
             for kind, key, obj in self.store.take_changes():
+                new_pod = observed and kind == POD and obj is not None and key not in self.cache.records[POD]
                 self.cache.update(kind, key, obj)
+                if new_pod:
+                    self._observe_watched(key)
+            t_open = time.perf_counter()
             snapshot, state = self.cache.open()
             ssn = open_session(
                 snapshot,
@@ -363,10 +372,25 @@ class Runner:
                 now=time.time(),
                 state=state,
             )
+            open_seconds = time.perf_counter() - t_open
+
             # Binds start as the session dispatches them (Volcano's cache binds while the
             # session goes on), so the first pods bind before a long first session ends.
-            ssn.on_dispatch = lambda key, node: self._dispatch(key, node, ssn.bind_annotations.get(key))
+            def dispatch(key: str, node: str) -> None:
+                self._dispatch(key, node, ssn.bind_annotations.get(key))
+                dispatched_at.append(time.time())
+
+            ssn.on_dispatch = dispatch
             decisions = run_actions(ssn, on_action=self._observe_action)
+            e2e_seconds = time.perf_counter() - t_open
+        if observed:
+            self.metrics.volcano.session(
+                read_session(ssn, decisions, dispatched_at),
+                open_seconds=open_seconds,
+                e2e_seconds=e2e_seconds,
+                plugin_open=ssn.plugin_open_seconds,
+                plugin_close=ssn.plugin_close_seconds,
+            )
         report = quota.report(ssn)  # at close: as the cluster will be once the binds land
         self._session_seconds = time.perf_counter() - t0
         self.metrics.session_duration.observe(self._session_seconds)
@@ -394,6 +418,24 @@ class Runner:
 
     def _observe_action(self, name: str, seconds: float) -> None:
         self.metrics.action_duration.labels(name).observe(seconds)
+        self.metrics.volcano.action(name, seconds)
+
+    def _observe_watched(self, key: str) -> None:
+        """A pod new to the cache: one of ours without a node is Volcano's "Watched" stage."""
+        pod = self.cache.records[POD].get(key)
+        if pod is not None and not pod.node_name and pod.scheduler_name in self.cache.ours:
+            self.metrics.volcano.watched(pod.meta.creation)
+
+    def _bind_result(self, what: str, seconds: float, key: str) -> None:
+        """The binder's answer for one pod (on the binder's thread)."""
+        creation = None
+        if what == "bound":
+            pod = self.store.get(POD, key)
+            try:
+                creation = parse_time(((pod or {}).get("metadata") or {}).get("creationTimestamp"), "metadata") or None
+            except ObjectError:
+                creation = None  # a pod without a readable creation time is not timed
+        self.metrics.bind_result(what, seconds, creation)
 
     def apply(self, d: Decisions, report: quota.QuotaReport) -> None:
         """Hand the decisions to the writers; returns at once (K8S-2: off the session path)."""

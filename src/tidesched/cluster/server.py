@@ -8,6 +8,8 @@
 
 Metric names carry the ``tidesched_`` prefix; per-queue and cluster gauges are produced from the
 latest report at scrape time, so a deleted queue disappears instead of leaving stale series.
+Beside them, Volcano's own ``volcano_*`` families (``volcano_metrics``), so that dashboards and
+alerts made for vc-scheduler keep working.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from tidesched.cluster.volcano_metrics import VolcanoMetrics
 from tidesched.explain.quota import QuotaReport
 
 log = logging.getLogger("tidesched.cluster.server")
@@ -81,12 +84,18 @@ class Metrics:
         self.ready = Gauge("tidesched_ready", "1 once caches synced (and leading).", registry=r)
         self.report: QuotaReport | None = None
         r.register(_ReportCollector(self))
+        self.volcano = VolcanoMetrics()
+        r.register(self.volcano)
 
-    def bind_result(self, what: str, seconds: float) -> None:
+    def bind_result(self, what: str, seconds: float, pod_creation: float | None = None) -> None:
+        """A binding answered; ``pod_creation`` (seconds since the epoch), when known, times
+        the pod's way to Bound for Volcano's task latency."""
         if what == "bound":
             self.pods_bound.inc()
+            self.volcano.bound(pod_creation, seconds)
         else:
             self.bind_errors.inc()
+            self.volcano.bind_failed()
         self.bind_duration.observe(seconds)
 
     def evict_result(self, what: str) -> None:
@@ -99,7 +108,7 @@ class Metrics:
         self.informer_events.labels(kind, event).inc()
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        return generate_latest(self.registry) + self.volcano.render_bare_counters().encode()
 
 
 class _ReportCollector:

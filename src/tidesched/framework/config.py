@@ -291,8 +291,8 @@ def _parse_switch(reader: Reader, key: str, node: Node, path: str) -> bool | Non
 # Volcano's plugins (its plugins/factory.go, master) that tidesched does not implement: named as
 # such when a config enables one, rather than as a typo.
 VOLCANO_PLUGINS_NOT_IMPLEMENTED = frozenset({
-    "cdp", "extender", "numa-aware", "pdb", "rescheduling",
-    "resource-strategy-fit", "resourcequota", "task-topology", "tdm", "usage",
+    "extender", "numa-aware", "rescheduling",
+    "resource-strategy-fit", "resourcequota", "usage",
 })
 PLUGINS_DOC = 'docs/operations.md, "Replacing vc-scheduler in a Volcano install"'
 

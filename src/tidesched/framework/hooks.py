@@ -3,8 +3,9 @@
 and per extension point the rule that turns the plugins' answers into one — order fns: the
 first non-zero answer; JobReady/Allocatable/Preemptive: AND; Overused: OR;
 JobPipelined/JobEnqueueable: votes per tier; JobStarving: the first tier with a fn decides;
-Preemptable/Reclaimable: per-tier intersection, the first non-empty tier decides; Predicate:
-AND, the first failing plugin names a node's reason; NodeOrder: the sum of the scores.
+Preemptable/Reclaimable/UnifiedEvictable: per-tier intersection, the first non-empty tier
+decides; VictimTasks: per-tier union, the first non-empty tier decides; Predicate: AND, the
+first failing plugin names a node's reason; NodeOrder: the sum of the scores.
 
 :class:`SessionHooks` is the half of :class:`~tidesched.framework.session.Session` that holds
 the hook registries; the session holds the state they read.
@@ -22,6 +23,7 @@ from tidesched.framework.plugin import (
     PERMIT,
     REJECT,
     EventHandler,
+    EvictionContext,
     NodeFailure,
     PredicateResult,
     RowFn,
@@ -49,6 +51,12 @@ HOOK_SWITCH: dict[str, str | None] = {
     "job_enqueued": "job_enqueued",
     "preemptable": "preemptable",
     "reclaimable": "reclaimable",
+    # Volcano's VictimTasksFns: fn(running tasks) -> the tasks the plugin wants evicted (the
+    # shuffle action evicts them; rescheduling, tdm and pdb register one).
+    "victim_tasks": "victim",
+    # Volcano's UnifiedEvictableFn: fn(EvictionContext, candidates) -> (allowed, vote), the
+    # victim filter of gangpreempt and gangreclaim; like Volcano's, gated by no switch.
+    "unified_evictable": None,
     "preemptive": "preemptive",
     "overused": "overused",
     "allocatable": "allocatable",
@@ -369,7 +377,7 @@ class SessionHooks:
                     return True
         return False
 
-    def _victims(self, hook: str, actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    def _victims(self, hook: str, actor: Any, candidates: list[TaskInfo]) -> list[TaskInfo]:
         for tier in self._chain(hook):
             victims: list[TaskInfo] | None = None
             for _name, fn in tier:
@@ -397,6 +405,25 @@ class SessionHooks:
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims("reclaimable", reclaimer, reclaimees)
+
+    def unified_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """The candidates every plugin of the deciding tier allows a gang eviction to take
+        (Volcano UnifiedEvictable: tiers as Preemptable; no fn at all allows none)."""
+        return self._victims("unified_evictable", ctx, candidates)
+
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[tuple[TaskInfo, tuple[str, ...]]]:
+        """The tasks the eviction plugins want evicted (Volcano VictimTasks), each with the
+        plugins that chose it: within a tier the union of every fn's answer, and the first
+        tier whose union is not empty decides. A fn may name tasks beyond ``tasks`` (tdm picks
+        its own on revocable nodes). In key order."""
+        for tier in self._chain("victim_tasks"):
+            chosen: dict[str, tuple[TaskInfo, list[str]]] = {}
+            for name, fn in tier:
+                for t in fn(tasks) or ():
+                    chosen.setdefault(t.uid, (t, []))[1].append(name)
+            if chosen:
+                return [(t, tuple(names)) for t, names in sorted(chosen.values(), key=lambda c: c[0].key)]
+        return []
 
     def pre_predicate(self, task: TaskInfo) -> str | None:
         for tier in self._chain("pre_predicate"):

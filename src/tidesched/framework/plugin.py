@@ -127,4 +127,21 @@ class EventHandler:
     deallocate: Callable[["TaskInfo"], None] | None = None
 
 
+# What a gang eviction is for (Volcano api.EvictionKind), told to ``unified_evictable`` fns.
+GANG_PREEMPT = "gangpreempt"
+GANG_RECLAIM = "gangreclaim"
+
+
+@dataclass(slots=True, frozen=True)
+class EvictionContext:
+    """Who asks for victims in a gang-aware eviction (Volcano api.EvictionContext): the kind
+    (``GANG_PREEMPT`` or ``GANG_RECLAIM``), the job that needs the room, and the domain (a
+    HyperNode name; ``""``: the whole cluster) its victims are looked for in. A
+    ``unified_evictable`` fn answers ``(allowed candidates, vote)`` as Preemptable fns do."""
+
+    kind: str
+    job: "JobInfo"
+    hyper_node: str = ""
+
+
 CompareFn = Callable[[Any, Any], int]

@@ -20,6 +20,7 @@ from tidesched.rules.selectors import CompiledLabelSelector, SelectorError, comp
 from tidesched.rules.taints import parse_toleration
 from tidesched.rules.topology_spread import SpreadConstraint, parse_spread_constraints
 from tidesched.model.claims import PodClaim, pod_claims
+from tidesched.model.pod_conditions import scheduled_time
 from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
     INT32,
     INT64,
@@ -165,6 +166,8 @@ class Pod:
     vgpu_assignment: PodAssignment | None = None
     # spec.resourceClaims (DRA): the claims the pod may start with only once they are allocated
     claims: tuple[PodClaim, ...] = ()
+    # when the PodScheduled condition turned True (0: not scheduled), for cdp's cooldown
+    scheduled_time: float = 0.0
 
     @property
     def key(self) -> str:
@@ -321,6 +324,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         vgpu=vgpu,
         vgpu_assignment=pod_assignment(meta.annotations) if vgpu is not None else None,
         claims=pod_claims(spec, status),
+        scheduled_time=scheduled_time(status),
     )
 
 
@@ -374,6 +378,7 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         start_time = parse_time(status.get("startTime"), "status.startTime")
         # A template's claim is named in the status once the resourceclaim controller made it.
         claims = pod_claims(spec, status) if prev.claims and spec is not None else prev.claims
+        scheduled = scheduled_time(status)
     except ObjectError:
         return None
     return replace(
@@ -386,6 +391,7 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         group_name=meta.annotations.get(GROUP_NAME_ANNOTATION, ""),
         raw_spec=spec if spec is not None else {},
         claims=claims,
+        scheduled_time=scheduled,
     )
 
 

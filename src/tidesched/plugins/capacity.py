@@ -44,6 +44,8 @@ Hooks:
   taken when the reclaimer's queue has a deserved on what it asks for. In a tree, when an
   ancestor of the reclaimer's queue has no room left for the task, only victims below that
   ancestor qualify (any other eviction frees nothing there, REL-2).
+- UnifiedEvictable (gangpreempt: every candidate; gangreclaim: the Reclaimable rule without
+  the reclaimer's dimensions and ancestor levels, as Volcano's).
 - PrePredicate: refuses tasks of queues that cannot take work (not a leaf, broken tree).
 - SimulateInit / SimulateAddTask / SimulateRemoveTask / SimulateAllocatable: the Allocatable
   rule against a copy-on-write copy of the queues' allocated, for dry-run preemption.
@@ -79,7 +81,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tidesched.framework.arguments import ConfigError
-from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin
+from tidesched.framework.plugin import GANG_RECLAIM, PERMIT, REJECT, EventHandler, EvictionContext, Plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import MIN_RESOURCE, Resource, exceeded_part, max_resource
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
@@ -481,6 +483,7 @@ class CapacityPlugin(Plugin):
 
         ssn.add_fn("preemptive", self.name, preemptive)
         ssn.add_fn("reclaimable", self.name, self._reclaimable)
+        ssn.add_fn("unified_evictable", self.name, self._unified_evictable)
 
         def pre_predicate(task: TaskInfo) -> str | None:
             job = ssn.jobs.get(task.job)
@@ -665,6 +668,31 @@ class CapacityPlugin(Plugin):
             allocated.sub(req)
             for res in touched:
                 res.sub(req)
+            victims.append(victim)
+        return victims, PERMIT
+
+    def _unified_evictable(self, ctx: EvictionContext, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+        """gangpreempt: every candidate. gangreclaim: in the given order, a candidate whose queue
+        keeps its guarantee without it, and that is an immediate victim or whose queue is over
+        its deserved on a dimension it uses (Volcano's, without the reclaimer-dimension check)."""
+        if ctx.kind != GANG_RECLAIM:
+            return candidates, PERMIT
+        allocations: dict[str, Resource] = {}
+        victims: list[TaskInfo] = []
+        for victim in candidates:
+            job = self.ssn.jobs.get(victim.job)
+            attr = self.attrs.get(job.queue) if job is not None else None
+            if attr is None:
+                continue
+            allocated = allocations.get(attr.name)
+            if allocated is None:
+                allocated = allocations[attr.name] = attr.allocated.clone()
+            req = victim.resreq
+            if not keeps_guarantee(allocated, req, attr.guarantee):
+                continue
+            if intersects(req, attr.deserved) and not greater_on_relevant(allocated, attr.deserved, req):
+                continue
+            allocated.sub(req)
             victims.append(victim)
         return victims, PERMIT
 

@@ -34,7 +34,7 @@ Hooks
         Releasing pods do not (DEC-1).
     Preemptive — the reclaimer's queue is Open and allocated + request fits its capability
         (CPU, memory, cards), else a Warning on the pod says why (TIDE-5).
-    Reclaimable — inference may reclaim from training only; training never reclaims; inference
+    Reclaimable (and UnifiedEvictable for gangreclaim) — inference may reclaim from training only; training never reclaims; inference
         is never a victim; unknown service type neither reclaims nor is reclaimed (TIDE-4,
         DEC-7). Victims must hold one of the reclaimer's acceptable card models; a PodGroup
         annotated ``volcano.sh/preemptable: "false"`` protects its pods (TIDE-3).
@@ -65,7 +65,9 @@ from tidesched.framework.plugin import (
     ABSTAIN,
     PERMIT,
     REJECT,
+    GANG_RECLAIM,
     EventHandler,
+    EvictionContext,
     NodeFailure,
     Plugin,
     PredicateResult,
@@ -188,6 +190,7 @@ class CapacityCardPlugin(CardLedger, Plugin):
         ssn.add_fn("node_order", self.name, self.node_order)
         ssn.add_fn("preemptive", self.name, self.preemptive)
         ssn.add_fn("reclaimable", self.name, self.reclaimable)
+        ssn.add_fn("unified_evictable", self.name, self.unified_evictable)
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
     def _build_node_arrays(self) -> None:
@@ -386,6 +389,16 @@ class CapacityCardPlugin(CardLedger, Plugin):
     ) -> tuple[list["TaskInfo"], int]:
         victims = [c for c in candidates if self.may_reclaim(reclaimer, c)]
         return victims, PERMIT
+
+    def unified_evictable(
+        self, ctx: "EvictionContext", candidates: list["TaskInfo"]
+    ) -> tuple[list["TaskInfo"], int]:
+        """gangreclaim: the tidal policy, a victim that some pending pod of the reclaiming job
+        may reclaim; gangpreempt: every candidate (the plugin has no Preemptable rule)."""
+        if ctx.kind != GANG_RECLAIM:
+            return candidates, PERMIT
+        reclaimers = ctx.job.tasks_with_status(TaskStatus.PENDING)
+        return [c for c in candidates if any(self.may_reclaim(r, c) for r in reclaimers)], PERMIT
 
     # ------------------------------------------------------------------ tidal policy (TIDE-1, TIDE-4)
 

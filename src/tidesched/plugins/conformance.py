@@ -1,6 +1,6 @@
 """conformance plugin (Volcano plugins/conformance).
 
-Preemptable / Reclaimable: never evict pods in ``kube-system`` or with the
+Preemptable / Reclaimable / UnifiedEvictable: never evict pods in ``kube-system`` or with the
 ``system-cluster-critical`` / ``system-node-critical`` priority classes.
 """
 
@@ -30,3 +30,4 @@ class ConformancePlugin(Plugin):
     def on_session_open(self, ssn: "Session") -> None:
         ssn.add_fn("preemptable", self.name, evictable)
         ssn.add_fn("reclaimable", self.name, evictable)
+        ssn.add_fn("unified_evictable", self.name, evictable)

@@ -6,7 +6,8 @@
 - JobStarving: ready + pipelined < minMember.
 - JobOrder: jobs that are not yet ready go first.
 - Preemptable / Reclaimable: take victims from a job only while it keeps more than
-  minMember ready tasks.
+  minMember ready tasks. UnifiedEvictable (gangpreempt, gangreclaim): every candidate — those
+  actions keep gangs whole themselves (their safe and whole bundles).
 - On close: PodGroup condition Unschedulable (NotEnoughResources, with the reason) for jobs
   with tasks that are not ready — unless their terminating pods still on nodes cover
   minMember — and Scheduled for the others.
@@ -161,6 +162,8 @@ class GangPlugin(Plugin):
 
         ssn.add_fn("preemptable", self.name, evictable)
         ssn.add_fn("reclaimable", self.name, evictable)
+        # gangpreempt/gangreclaim keep gangs whole by their bundles: gang allows every candidate.
+        ssn.add_fn("unified_evictable", self.name, lambda _ctx, candidates: (candidates, PERMIT))
 
         def job_order(l: "JobInfo", r: "JobInfo") -> int:
             lr, rr = l.is_ready(), r.is_ready()

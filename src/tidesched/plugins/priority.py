@@ -4,6 +4,8 @@
 - JobOrder: higher job (PodGroup priority class) priority first.
 - Preemptable: a victim of another job only if its job's priority is lower than the
   preemptor job's; within one job, only tasks of lower task priority.
+- UnifiedEvictable (gangpreempt, gangreclaim): for gangpreempt, victims of jobs of lower
+  priority than the preempting job; for gangreclaim, every candidate.
 - JobStarving: the job still has tasks that are neither ready nor pipelined.
 """
 
@@ -11,9 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tidesched.framework.plugin import PERMIT, Plugin
+from tidesched.framework.plugin import GANG_RECLAIM, PERMIT, Plugin
 
 if TYPE_CHECKING:
+    from tidesched.framework.plugin import EvictionContext
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, TaskInfo
 
@@ -46,6 +49,14 @@ class PriorityPlugin(Plugin):
             return victims, PERMIT
 
         ssn.add_fn("preemptable", self.name, preemptable)
+
+        def unified_evictable(ctx: "EvictionContext", candidates: list["TaskInfo"]) -> tuple[list["TaskInfo"], int]:
+            if ctx.kind == GANG_RECLAIM:
+                return candidates, PERMIT  # reclaim is about queue shares, not priorities
+            lower = [t for t in candidates if t.job in ssn.jobs and ssn.jobs[t.job].priority < ctx.job.priority]
+            return lower, PERMIT
+
+        ssn.add_fn("unified_evictable", self.name, unified_evictable)
 
         def starving(job: "JobInfo") -> bool:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)

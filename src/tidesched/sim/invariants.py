@@ -121,7 +121,8 @@ class InvariantChecker:
             self.notes.append(note)
         self.card_unlimited = args is not None and parse_bool(args.get("cardUnlimitedCpuMemory", False)) is True
         actions = list(getattr(config, "actions", []) or [])
-        self.check_reclaim = args is not None and "reclaim" in actions
+        # gangreclaim reclaims too (its reasons name it, so evicted_by counts it as reclaim).
+        self.check_reclaim = args is not None and ("reclaim" in actions or "gangreclaim" in actions)
         plugins = set(config.plugin_names()) if hasattr(config, "plugin_names") else set()
         self.check_gang_bind = "gang" in plugins
         self.check_cordon = "predicates" in plugins

@@ -5,7 +5,8 @@ ReplicaSets exactly as the API gives them. It hands the scheduling core a
 :class:`~tidesched.model.snapshot.ClusterSnapshot` every ``schedulePeriod`` and applies the
 core's :class:`~tidesched.framework.session.Decisions`:
 
-* bind → ``spec.nodeName``, phase Running, ``status.startTime``; when the pod carries a run
+* bind → ``spec.nodeName``, phase Running, ``status.startTime``, the ``PodScheduled``
+  condition; when the pod carries a run
   time (``sim.tidesched.io/duration``) its completion is scheduled on the clock;
 * evict → ``metadata.deletionTimestamp``; the pod keeps its node resources (Releasing) for the
   eviction grace period, then it is gone and its controller hears of it (PodEvicted);
@@ -418,7 +419,9 @@ class World:
         new = with_section(pod, "spec", nodeName=node)
         if annotations:
             new = with_meta_map(new, "annotations", annotations)
-        new["status"] = dict(status(pod), phase="Running", startTime=iso(now))
+        # The API server marks a bound pod PodScheduled (cdp counts its cooldown from then).
+        scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": iso(now)}
+        new["status"] = dict(status(pod), phase="Running", startTime=iso(now), conditions=[scheduled])
         self.put("Pod", new)
         self.schedule_finish(key, new)
         return True

@@ -30,14 +30,13 @@ from typing import TYPE_CHECKING
 from tidesched.actions.reclaim.gang import GangSafeReclaim
 from tidesched.actions.reclaim.steps import ACTION, eligible, reclaimees, volcano_walk
 from tidesched.actions.evict_domain import constrained, within_best_domain
-from tidesched.framework.queues import PriorityQueue
+from tidesched.actions.starving import starving_turns
 from tidesched.framework.statement import Statement
 from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
-    from tidesched.model.infos import TaskInfo
 
 # The reclaimees of a job on a node (kept under its old name for callers and tests).
 _reclaimees = reclaimees
@@ -75,25 +74,10 @@ def execute(ssn: "Session") -> None:
     if gang_safe(arguments):
         plugins = {p.name for tier in ssn.config.tiers for p in tier}
         gang = GangSafeReclaim(ssn, every_reclaim_by_dec8=victim_order(arguments, plugins) == TIDAL_ORDER)
-    queues = PriorityQueue(ssn.queue_order_less)
-    seen: set[str] = set()
-    reclaimer_jobs: dict[str, PriorityQueue] = {}
-    reclaimer_tasks: dict[str, list["TaskInfo"]] = {}
-    for job in ssn.jobs.values():
-        if job.is_pending():
-            continue
-        vr = ssn.job_valid(job)
-        if vr is not None and not vr.passed:
-            continue
-        queue = ssn.queues.get(job.queue)
-        if queue is None:
-            continue
-        if queue.uid not in seen:
-            seen.add(queue.uid)
-            queues.push(queue)
-        if ssn.job_starving(job):
-            reclaimer_jobs.setdefault(queue.uid, PriorityQueue(ssn.job_order_less)).push(job)
-            reclaimer_tasks[job.uid] = ssn.sort_tasks(job.tasks_with_status(TaskStatus.PENDING))
+    turns = starving_turns(ssn)
+    queues, reclaimer_jobs = turns.queues, turns.starving
+    reclaimer_tasks = {job.uid: ssn.sort_tasks(job.tasks_with_status(TaskStatus.PENDING))
+                       for job in turns.jobs}
 
     while not queues.empty():
         queue = queues.pop()
@@ -106,7 +90,7 @@ def execute(ssn: "Session") -> None:
         stmt = Statement(ssn)
         tasks = reclaimer_tasks[job.uid]
         if gang is not None and constrained(ssn, job):
-            # A gang held to one HyperNode takes its room inside one (reclaim/topology.py).
+            # A gang held to one HyperNode takes its room inside one (actions/evict_domain.py).
             within_best_domain(ssn, stmt, job, lambda s: gang.job_turn(s, queue, job, tasks), gang.keep)
         elif gang is not None:
             gang.job_turn(stmt, queue, job, tasks)
