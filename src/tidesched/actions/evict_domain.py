@@ -39,6 +39,17 @@ def constrained(ssn: "Session", job: "JobInfo") -> bool:
     return topo.ready and topo.tree.has_hypernodes and tier is not None and tier < topo.top_tier
 
 
+def held_domain(ssn: "Session", job: "JobInfo") -> str:
+    """The widest HyperNode the gang may use around where it runs ("" when it runs nowhere)."""
+    topo = ssn.topology
+    tier = topo.hard_tier(job)
+    held = topo.domain.get(job.uid, "")
+    if not held or tier is None:
+        return ""
+    allowed = [a for a in topo.tree.ancestors(held) if topo.tier_of(a) <= tier]
+    return allowed[-1] if allowed else ""
+
+
 def domains(ssn: "Session", job: "JobInfo") -> list[str]:
     """The HyperNodes the gang may sit in, those with the most future-idle room for its pending
     pods first (ties: lower tier, then name), at most MAX_DOMAINS; only HyperNodes whose
@@ -47,12 +58,10 @@ def domains(ssn: "Session", job: "JobInfo") -> list[str]:
     tier = topo.hard_tier(job)
     assert tier is not None
     root = topo.top
-    held = topo.domain.get(job.uid, "")
-    if held:
-        allowed = [a for a in topo.tree.ancestors(held) if topo.tier_of(a) <= tier]
-        if not allowed:
+    if topo.domain.get(job.uid, ""):
+        root = held_domain(ssn, job)
+        if not root:
             return []
-        root = allowed[-1]
     under = _under(ssn, root)
     need = np.zeros(len(table.dims))
     for t in job.tasks.values():

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from tidesched.actions.evict_domain import constrained, within_best_domain
+from tidesched.actions.evict_domain import constrained, held_domain, within_best_domain
 from tidesched.actions.pdb import BudgetView, budget_view
 from tidesched.actions.starving import starving_turns
 from tidesched.actions.victims import (
@@ -152,14 +152,25 @@ def execute(ssn: "Session") -> None:
                 stmt.discard()
         # Phase 2: between tasks of one job.
         for job in under_request[queue.uid]:
-            tasks = PriorityQueue(ssn.task_order_less, job.tasks_with_status(TaskStatus.PENDING))
-            while not tasks.empty():
-                preemptor = tasks.pop()
-                stmt = Statement(ssn)
-                if not preempt_task(ssn, stmt, preemptor, _within_job_filter(preemptor), opts):
-                    stmt.discard()
-                    break
-                stmt.commit()
+            domain = ""
+            if constrained(ssn, job):
+                # A gang held to a HyperNode evicts its own pods only inside the one it may use;
+                # where it runs nowhere it has no pods to evict (its room is allocate's business).
+                domain = held_domain(ssn, job)
+                if not domain:
+                    continue
+            ssn.topology.evict_within = ssn.topology.mask(domain) if domain else None
+            try:
+                tasks = PriorityQueue(ssn.task_order_less, job.tasks_with_status(TaskStatus.PENDING))
+                while not tasks.empty():
+                    preemptor = tasks.pop()
+                    stmt = Statement(ssn)
+                    if not preempt_task(ssn, stmt, preemptor, _within_job_filter(preemptor), opts):
+                        stmt.discard()
+                        break
+                    stmt.commit()
+            finally:
+                ssn.topology.evict_within = None
 
 
 def _may_be_victim(preemptor: "TaskInfo", task: "TaskInfo") -> bool:
