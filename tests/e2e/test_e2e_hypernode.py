@@ -18,11 +18,14 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from pathlib import Path
 
+import pytest
 import yaml
 
 from cluster import TIDESCHED, VOLCANO, VOLCANO_115_CI_CONF, bound, create_node, events, pod_body, wait_until
 from controlplane import REPO, ApiError
+from volcano import start_controller_manager
 
 CRD = REPO.parent / "shared" / "volcano-1.15" / "crds" / "topology.volcano.sh_hypernodes.yaml"
 TOPOLOGY = "/apis/topology.volcano.sh/v1alpha1"
@@ -142,3 +145,70 @@ def test_a_hypernode_cycle_is_a_warning_and_holds_only_constrained_gangs(e2e) ->
     assert cycle[0]["involvedObject"]["kind"] == "HyperNode" and cycle[0]["type"] == "Warning"
     time.sleep(2)
     assert not set(held) & set(bound(api, ns))
+
+
+def volcano_115() -> Path | None:
+    """Volcano v1.15.1's binaries, unpacked once (``../shared/volcano-1.15/unpack``)."""
+    shared = REPO.parent / "shared" / "volcano-1.15"
+    if not (shared / "unpack").is_file():
+        return None
+    dest = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "volcano-1.15.1"
+    subprocess.run(["sh", str(shared / "unpack"), str(dest)], check=True, capture_output=True, timeout=300)
+    return dest
+
+
+DISCOVERY = """networkTopologyDiscovery:
+- source: label
+  enabled: true
+  config:
+    networkTopologyTypes:
+      fabric:
+      - nodeLabel: topology.example/spine
+      - nodeLabel: topology.example/rack
+      - nodeLabel: kubernetes.io/hostname
+"""
+
+
+def test_hypernodes_from_node_labels_by_volcanos_controller(e2e) -> None:
+    """Volcano v1.15.1's HyperNode controller (label discovery) makes the tree from node labels;
+    tidesched places a rack-bound gang within one of the racks it made."""
+    volcano = volcano_115()
+    if volcano is None:
+        if os.environ.get("CI"):
+            raise AssertionError("Volcano v1.15.1 is needed in CI: ../shared/volcano-1.15/unpack")
+        pytest.skip("Volcano v1.15.1 not found (../shared/volcano-1.15)")
+    api = e2e.api
+    install_hypernode_crd(api)
+    for hn in api.items(f"{TOPOLOGY}/hypernodes"):
+        api.delete(f"{TOPOLOGY}/hypernodes/{hn['metadata']['name']}")
+    for i in range(8):  # racks of two nodes, spines of two racks
+        create_node(api, f"kwok-node-{i}", cpu="8", memory="8Gi",
+                    labels={"topology.example/spine": f"sp{i // 4}", "topology.example/rack": f"r{i // 2}"})
+    try:
+        api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}})
+    except ApiError as exc:
+        if exc.status != 409:
+            raise
+    api.apply({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "volcano-controller-configmap", "namespace": "volcano-system"},
+               "data": {"volcano-controller.conf": DISCOVERY}})
+    ctl = start_controller_manager(e2e.cp, volcano, e2e.tmp, args=("--controllers=hyperNode-controller",),
+                                   log_name="vc-controller-manager-115.log")
+    try:
+        made = wait_until(lambda: [h for h in api.items(f"{TOPOLOGY}/hypernodes")
+                                   if h["metadata"].get("labels", {}).get("volcano.sh/network-topology-source") == "label"]
+                          and len(api.items(f"{TOPOLOGY}/hypernodes")) == 6 and api.items(f"{TOPOLOGY}/hypernodes"),
+                          60, "six HyperNodes from the labels (four racks, two spines)")
+        tiers = sorted(h["spec"]["tier"] for h in made)
+        assert tiers == [1, 1, 1, 1, 2, 2], tiers
+        ns = e2e.namespace("labels")
+        for i in (0, 2, 4, 6):  # one node of each rack half full
+            occupy(api, ns, f"kwok-node-{i}", "5")
+        wait_until(lambda: len(e2e.kubelet.started) >= 4, 30, "the occupying pods to run")
+        e2e.scheduler(VOLCANO_115_CI_CONF)
+        rack = gang(api, ns, "rack", 2, "3", {"mode": "hard", "highestTierName": "topology.example/rack"})
+        wait_until(lambda: set(rack) <= set(bound(api, ns)), 30, "the rack-bound gang to bind")
+        nodes = [bound(api, ns)[n] for n in rack]
+        assert len({int(n.rsplit("-", 1)[1]) // 2 for n in nodes}) == 1, nodes
+    finally:
+        ctl.stop()
