@@ -17,6 +17,9 @@ nodeorder with all its weights non-zero, and binpack. Run by hand:
         # network topology (issue 34): the nodes in tier-1 HyperNodes of 10 and tier-2 ones of 10
         # leaves (5,000 nodes: 500 and 50), the network-topology-aware plugin on; every gang with a
         # hard tier-1 constraint, then the same cluster and pods without constraints
+    .venv/bin/python benchmarks/session.py --nodes 5000 --v115   # plus Volcano v1.15's row-local
+        # plugins resource-strategy-fit, usage and numa-aware (no usage or NUMA data: the cost
+        # of having them in the config), against the same size without --v115
     .venv/bin/python benchmarks/session.py --cli --nodes 5000 --pods 20000 --repeat 3
         # `tidesched schedule` end to end in a child process (start, load, parse, session, JSON
         # out, exit) on the same input written as one JSON file
@@ -186,9 +189,19 @@ def run_topology(n_nodes: int, n_pods: int) -> None:
         run_objects(objs, config_from_text(CONFIG + TOPOLOGY_PLUGIN), n_nodes, n_pods)
 
 
-def run(n_nodes: int, n_pods: int, nodegroups: bool = False, spread: float = 0.0) -> None:
+V115_PLUGINS = """\
+  - name: resource-strategy-fit
+    arguments:
+      resources: {cpu: {type: MostAllocated, weight: 1}, memory: {type: LeastAllocated, weight: 1}}
+  - name: usage
+  - name: numa-aware
+"""
+
+
+def run(n_nodes: int, n_pods: int, nodegroups: bool = False, spread: float = 0.0, v115: bool = False) -> None:
     objs = generate(n_nodes, n_pods, nodegroups=nodegroups, spread=spread)
-    run_objects(objs, config_from_text(CONFIG + (NODEGROUP_PLUGIN if nodegroups else "")), n_nodes, n_pods)
+    config = config_from_text(CONFIG + (NODEGROUP_PLUGIN if nodegroups else "") + (V115_PLUGINS if v115 else ""))
+    run_objects(objs, config, n_nodes, n_pods)
 
 
 def run_objects(objs: list[dict[str, Any]], config: Any, n_nodes: int, n_pods: int) -> None:
@@ -254,6 +267,7 @@ def main() -> None:
     ap.add_argument("--spread", type=float, default=0.0, help="fraction of jobs with topology spread constraints")
     ap.add_argument("--hypernodes", action="store_true",
                     help="HyperNodes of 10 nodes and 10 leaves, network-topology-aware on; hard tier-1 gangs, then unconstrained")
+    ap.add_argument("--v115", action="store_true", help="add resource-strategy-fit, usage and numa-aware")
     ap.add_argument("--cli", action="store_true", help="time `tidesched schedule` end to end in a child process")
     ap.add_argument("--repeat", type=int, default=1, help="with --cli: runs per size")
     args = ap.parse_args()
@@ -270,7 +284,7 @@ def main() -> None:
         if args.hypernodes:
             run_topology(n, args.pods)
         else:
-            run(n, args.pods, args.nodegroups, args.spread)
+            run(n, args.pods, args.nodegroups, args.spread, args.v115)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,18 @@ tiers:
   - name: predicates
   - name: nodeorder
 """
+# BASIC_CONFIG with the capacity plugin for queue quotas (and no conformance).
+CAPACITY_CONFIG = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: capacity
+  - name: nodeorder
+"""
 
 
 # -- card-model objects (capacity-card) -------------------------------------------------

@@ -9,6 +9,7 @@ Format (one scenario per YAML document; a file may hold many)::
       actions: "enqueue, allocate"
       tiers: ...
     now: "2024-01-01T00:10:00Z"    # the session's time (RFC 3339); default: the epoch
+    feature_gates: "SchedulingGatesQueueAdmission=true"   # as --feature-gates (default: none set)
     objects: [ ...manifests... ]   # pods without schedulerName get "volcano"
     expect:
       bound: {ns/pod: node}        # exact; {} when omitted
@@ -20,6 +21,7 @@ Format (one scenario per YAML document; a file may hold many)::
       absent_events: [...]         # each must NOT be present (same matching)
       podgroup_conditions: {ns/pg: [{type: Unschedulable, reason: GangTimeout}]}  # each present
       pod_condition_reasons: {ns/pod: GangTimeout}  # exact, when given
+      ungated: [ns/pod]            # pods whose queue-admission gate goes; exact, [] when omitted
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any, Iterator
 import yaml
 
 from tidesched.framework.decisions import Decisions
+from tidesched.framework.features import parse_feature_gates
 from tidesched.model.loader import Manifest
 from tidesched.model.objects import parse_time
 from tidesched.scheduler import config_from_text, schedule_manifests
@@ -56,7 +59,8 @@ def run_scenario(doc: dict[str, Any]) -> Decisions:
             obj.setdefault("spec", {}).setdefault("schedulerName", "volcano")
         manifests.append(Manifest(f"objects[{i}]", obj))
     now = parse_time(doc["now"], "now") if doc.get("now") else 0.0
-    _ssn, decisions = schedule_manifests(manifests, config, now=now)
+    features = parse_feature_gates(doc.get("feature_gates"))
+    _ssn, decisions = schedule_manifests(manifests, config, now=now, features=features)
     return decisions
 
 
@@ -78,6 +82,8 @@ def check_expectations(doc: dict[str, Any], decisions: Decisions) -> list[str]:
         want = expect.get(key) or {}
         if out[key] != want:
             problems.append(f"{key}: expected {want}, got {out[key]}")
+    if sorted(decisions.ungated) != sorted(expect.get("ungated") or []):
+        problems.append(f"ungated: expected {sorted(expect.get('ungated') or [])}, got {sorted(decisions.ungated)}")
     want_evicted = sorted(expect.get("evicted") or [])
     if sorted(out["evicted"]) != want_evicted:
         problems.append(f"evicted: expected {want_evicted}, got {sorted(out['evicted'])}")

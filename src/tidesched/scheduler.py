@@ -16,8 +16,10 @@ from typing import Iterable, Sequence
 from tidesched.framework.arguments import Arguments
 from tidesched.framework.config import SchedulerConfig, default_config, load_config, load_config_file
 from tidesched.framework.decisions import Decisions
+from tidesched.framework.features import FeatureGates
 from tidesched.framework.plugin import Plugin
 from tidesched.framework.session import Session
+from tidesched.framework.usage_source import usage_source_conf
 from tidesched.model.loader import Manifest
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
 from tidesched.model.state import SessionState
@@ -53,6 +55,7 @@ def load_registries() -> None:
         deviceshare,
         dotprod,
         drf,
+        extender,
         fgd,
         gang,
         gpuclustering,
@@ -60,15 +63,20 @@ def load_registries() -> None:
         network_topology_aware,
         nodegroup,
         nodeorder,
+        numa_aware,
         overcommit,
         pdb,
         predicates,
         priority,
         proportion,
         random_node,
+        rescheduling,
+        resource_strategy_fit,
+        resourcequota,
         sla,
         task_topology,
         tdm,
+        usage,
     )
 
     ACTIONS.update({"enqueue": enqueue.execute, "allocate": allocate.execute, "backfill": backfill.execute,
@@ -85,6 +93,9 @@ def load_registries() -> None:
         nodegroup.NodeGroupPlugin, cardprotect.CardProtectPlugin, sla.SlaPlugin,
         deviceshare.DeviceSharePlugin, network_topology_aware.NetworkTopologyAwarePlugin,
         pdb.PdbPlugin, cdp.CdpPlugin, tdm.TdmPlugin, task_topology.TaskTopologyPlugin,
+        # Volcano v1.15.1's further plugins
+        resource_strategy_fit.ResourceStrategyFitPlugin, resourcequota.ResourceQuotaPlugin, usage.UsagePlugin,
+        rescheduling.ReschedulingPlugin, numa_aware.NumaAwarePlugin, extender.ExtenderPlugin,
         # the FGD paper's GPU placement policies (plugins/gpu_policy.py)
         fgd.FgdPlugin, random_node.RandomPlugin, dotprod.DotProdPlugin, gpuclustering.GpuClusteringPlugin,
         gpupacking.GpuPackingPlugin, bestfit.BestFitPlugin,
@@ -141,6 +152,7 @@ def validate_arguments(config: SchedulerConfig) -> SchedulerConfig:
             except Exception as exc:  # noqa: BLE001 - REL-1: a message with file and field, no traceback
                 raise args.locate(exc) from None
             config.warnings.extend(f"plugin {opt.name}: not honoured yet: {note}" for note in notes)
+    usage_source_conf(config.metrics, config.source)  # the metrics source (CONF-3)
     for name in config.actions:
         check = ARGUMENT_CHECKS.get(name)
         if check is not None:
@@ -181,11 +193,13 @@ def open_session(
     uid: str = "session",
     now: float = 0.0,
     state: SessionState | None = None,
+    features: FeatureGates | None = None,
 ) -> Session:
     """A session over ``snapshot``; with ``state`` (a cache's infos for that snapshot) it opens
-    on those instead of building them."""
+    on those instead of building them. ``features``: the feature gates (``--feature-gates``)."""
     load_registries()
-    return Session(snapshot, config, plugins=PLUGINS, scheduler_names=scheduler_names, uid=uid, now=now, state=state)
+    return Session(snapshot, config, plugins=PLUGINS, scheduler_names=scheduler_names, uid=uid, now=now, state=state,
+                   features=features)
 
 
 def run_actions(ssn: Session, on_action: Callable[[str, float], None] | None = None) -> Decisions:
@@ -209,8 +223,10 @@ def run_session(
     uid: str = "session",
     now: float = 0.0,
     state: SessionState | None = None,
+    features: FeatureGates | None = None,
 ) -> Decisions:
-    ssn = open_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state)
+    ssn = open_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state,
+                       features=features)
     decisions = run_actions(ssn)
     ssn.release()  # nothing but the decisions is kept: freed at once, not by the cyclic collector
     return decisions
@@ -222,9 +238,10 @@ def schedule_manifests(
     *,
     scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
     now: float = 0.0,
+    features: FeatureGates | None = None,
 ) -> tuple[Session, Decisions]:
     """What ``tidesched schedule`` does after loading its inputs (``now``: the session's time,
     seconds since the epoch)."""
     snapshot = build_snapshot(manifests, scheduler_names=scheduler_names)
-    ssn = open_session(snapshot, config, scheduler_names=scheduler_names, now=now)
+    ssn = open_session(snapshot, config, scheduler_names=scheduler_names, now=now, features=features)
     return ssn, run_actions(ssn)

@@ -57,6 +57,7 @@ RESOURCES: dict[str, _Res] = {
         _Res("queues", "Queue", "scheduling.volcano.sh/v1beta1", False, builtin=False),
         _Res("priorityclasses", "PriorityClass", "scheduling.k8s.io/v1", False),
         _Res("poddisruptionbudgets", "PodDisruptionBudget", "policy/v1", True),
+        _Res("resourcequotas", "ResourceQuota", "v1", True),
         _Res("leases", "Lease", "coordination.k8s.io/v1", True),
     )
 }
@@ -89,7 +90,8 @@ def _status(code: int, reason: str, message: str, **details: Any) -> dict[str, A
 
 def _merge_patch(target: Any, patch: Any, strategic: bool) -> Any:
     """RFC 7386 merge patch; with ``strategic`` a ``conditions`` list merges by ``type``
-    (what the adapter sends to ``pods/status``)."""
+    (what the adapter sends to ``pods/status``) and ``schedulingGates`` by ``name``, an entry with
+    ``$patch: delete`` deleting its namesake (what the gate remover sends)."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     out = dict(target) if isinstance(target, dict) else {}
@@ -106,6 +108,13 @@ def _merge_patch(target: Any, patch: Any, strategic: bool) -> Any:
                 else:
                     merged.append(dict(cond))
             out[k] = merged
+        elif strategic and k == "schedulingGates" and isinstance(v, list):
+            gates = [dict(g) for g in out.get(k) or []]
+            for gate in v:
+                gates = [g for g in gates if g.get("name") != gate.get("name")]
+                if gate.get("$patch") != "delete":
+                    gates.append(dict(gate))
+            out[k] = gates
         else:
             out[k] = _merge_patch(out.get(k), v, strategic)
     return out

@@ -122,6 +122,7 @@ def test_rbac_allows_every_call_the_scheduler_makes(tmp_path: Path) -> None:
     calls = {(m, p) for m, p, _s in api.requests} | {
         ("POST", "/api/v1/namespaces/ns/pods/a/eviction"),  # evictor.py, --eviction-mode=evict
         ("DELETE", "/api/v1/namespaces/ns/pods/a"),  # evictor.py, --eviction-mode=delete
+        ("PATCH", "/api/v1/namespaces/ns/pods/a"),  # gate_remover.py, SchedulingGatesQueueAdmission
         ("GET", "/api/v1/namespaces/ns/pods/a"),  # binder.py: re-read after a 409 on binding
         ("PATCH", "/api/v1/namespaces/ns/events/a.1"),  # status.py: a repeated event's count
         ("GET", "/apis/scheduling.volcano.sh/v1beta1/queues/default"),  # status.py: re-read on 409

@@ -9,6 +9,7 @@ from cluster_helpers import FAST_INFORMER, fake_api, informers, kube_for, wait
 from tidesched.cluster.store import (
     HYPERNODE,
     NODE,
+    NUMATOPO,
     POD,
     PODGROUP,
     RESOURCE_TYPES,
@@ -280,20 +281,27 @@ def test_podgroups_a_session_moved_on_are_no_work_until_their_write_shows_or_fai
     assert store.has_work()
 
 
-def test_hypernodes_absent_from_the_cluster_count_as_none_and_do_not_hold_the_sync() -> None:
-    """A cluster without Volcano's topology CRD answers 404 for HyperNodes: the informer lists
-    them as empty (the store syncs, the scheduler starts) and keeps looking."""
+def test_an_optional_kind_without_its_crd_counts_as_listed_and_empty() -> None:
+    """Numatopology is Volcano's CRD: a cluster without it (the fake API serves no such path)
+    must not keep the scheduler from starting; the kind is listed as empty and looked at again."""
     with fake_api() as api:
-        api.create_many([node("n0")])
-        store = ClusterStore(kinds=(NODE, HYPERNODE))
-        infs = [Informer(kube_for(api), RESOURCE_TYPES[k], store, absent_retry=0.05, **FAST_INFORMER) for k in (NODE, HYPERNODE)]
-        for inf in infs:
-            inf.start()
-        try:
+        api.create(node("n1"))
+        with informers(api) as (store, infs):
             assert store.wait_synced(10)
-            assert store.objects[HYPERNODE] == {} and sorted(store.objects[NODE]) == ["n0"]
-            assert store.wait_for(lambda: api.count("GET", r"hypernodes$", 404) >= 2, 5)
-            assert infs[1].errors == 0
-        finally:
-            for inf in infs:
-                inf.stop()
+            assert store.items(NUMATOPO) == []
+            inf = next(i for i in infs if i.rtype.kind == NUMATOPO)
+            assert inf.errors == 0  # an absent CRD is no error
+        assert api.count("GET", r"^/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies") >= 1
+
+
+def test_hypernodes_absent_from_the_cluster_count_as_listed_and_empty() -> None:
+    """A cluster without Volcano's topology CRD answers 404 for HyperNodes: the kind is listed
+    as empty (the store syncs, the scheduler starts) and is no error."""
+    with fake_api() as api:
+        api.create(node("n1"))
+        with informers(api) as (store, infs):
+            assert store.wait_synced(10)
+            assert store.items(HYPERNODE) == []
+            inf = next(i for i in infs if i.rtype.kind == HYPERNODE)
+            assert inf.errors == 0
+        assert api.count("GET", r"^/apis/topology.volcano.sh/v1alpha1/hypernodes") >= 1

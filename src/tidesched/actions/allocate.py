@@ -2,7 +2,7 @@
 
 Per Volcano actions/allocate: queues in QueueOrder (overused queues skipped), each turn the
 queue's best job (JobOrder) gets a Statement; its pending non-best-effort tasks go in
-TaskOrder to the best-scored feasible node, preferring nodes whose *idle* resources fit
+TaskOrder to the best-scored feasible node (a gated task only asks its queue, model.gates), preferring nodes whose *idle* resources fit
 (allocate) over nodes that fit only once releasing resources are freed (pipeline). The
 statement commits when the job is ready (JobReady), stays staged when it is only pipelined,
 and is discarded otherwise. A task that finds no node stops the job unless the job could
@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tidesched.actions.allocate_topology import allocate_gang, place_tasks, settle_fit_errors
+from tidesched.framework.gates import held_outside, skip_gated
 from tidesched.framework.placement import choose_node, no_node_errors
 from tidesched.framework.decisions import FitErrors
 from tidesched.framework.queues import KeyedQueue, PriorityQueue
@@ -70,7 +71,8 @@ def execute(ssn: "Session") -> None:
         if tasks is None:
             tasks = PriorityQueue(
                 ssn.task_order_less,
-                (t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort),
+                (t for t in job.tasks.values()
+                 if t.status == TaskStatus.PENDING and not t.best_effort and not held_outside(t)),
             )
             pending_tasks[job.uid] = tasks
         if tasks.empty():
@@ -143,6 +145,8 @@ def _allocate_tasks(ssn: "Session", stmt: Statement, tasks: PriorityQueue, job: 
     while not tasks.empty():
         task = tasks.pop()
         if not ssn.allocatable(queue, task):
+            continue
+        if skip_gated(ssn, task):  # counted by its queue, never placed while gated
             continue
         if job.task_has_fit_errors(task):
             continue

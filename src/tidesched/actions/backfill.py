@@ -40,7 +40,7 @@ def _pending_best_effort(ssn: "Session") -> list["TaskInfo"]:
             if task.status == TaskStatus.PIPELINED:
                 # A pipelined best-effort task is placed afresh: it needs no resources.
                 ssn.unplace_task(task)
-            if task.status == TaskStatus.PENDING:
+            if task.status == TaskStatus.PENDING and not task.sch_gated:
                 best_effort.append(task)
         if not best_effort:
             continue

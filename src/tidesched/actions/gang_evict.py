@@ -38,6 +38,7 @@ import numpy as np
 
 from tidesched.actions.bundles import WHOLE, Bundle, flatten, keep_allowed, request_sum
 from tidesched.actions.victims import candidate_nodes
+from tidesched.framework.gates import ungated_pending
 from tidesched.framework.placement import best_node
 from tidesched.framework.plugin import EvictionContext
 from tidesched.actions.starving import starving_turns
@@ -45,7 +46,6 @@ from tidesched.framework.reasons import gang_eviction_reason
 from tidesched.framework.statement import Statement
 from tidesched.framework.topology import PURPOSE_EVICT
 from tidesched.model.resource import MIN_RESOURCE
-from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
@@ -88,8 +88,9 @@ def width(ssn: "Session") -> int:
 
 
 def pending_tasks(ssn: "Session", job: "JobInfo") -> list["TaskInfo"]:
-    """The job's pending pods that ask for resources, in TaskOrder."""
-    return ssn.sort_tasks(t for t in job.tasks_with_status(TaskStatus.PENDING) if not t.best_effort)
+    """The job's pending pods that ask for resources and have no scheduling gate, in TaskOrder
+    (Volcano's eviction worksheet skips gated and best-effort tasks)."""
+    return ssn.sort_tasks(t for t in ungated_pending(job) if not t.best_effort)
 
 
 def holds(need: np.ndarray, avail: np.ndarray) -> bool:

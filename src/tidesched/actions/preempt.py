@@ -62,11 +62,12 @@ from tidesched.actions.victims import (
     node_tasks_sorted,
     validate_victims,
 )
+from tidesched.framework.gates import ungated_pending
 from tidesched.framework.reasons import PREEMPT, eviction_reason
 from tidesched.framework.victim_order import order_victims
 from tidesched.framework.queues import PriorityQueue
 from tidesched.framework.statement import Statement
-from tidesched.model.status import PREEMPTABLE_STATUSES, TaskStatus
+from tidesched.model.status import PREEMPTABLE_STATUSES
 
 if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
@@ -121,7 +122,7 @@ def execute(ssn: "Session") -> None:
     under_request: dict[str, list["JobInfo"]] = {}
     for job in turns.jobs:
         under_request.setdefault(job.queue, []).append(job)
-        preemptor_tasks[job.uid] = PriorityQueue(ssn.task_order_less, job.tasks_with_status(TaskStatus.PENDING))
+        preemptor_tasks[job.uid] = PriorityQueue(ssn.task_order_less, ungated_pending(job))
 
     queues = PriorityQueue(ssn.queue_order_less, (ssn.queues[q] for q in sorted(preemptor_jobs)))
     while not queues.empty():
@@ -161,7 +162,7 @@ def execute(ssn: "Session") -> None:
                     continue
             ssn.topology.evict_within = ssn.topology.mask(domain) if domain else None
             try:
-                tasks = PriorityQueue(ssn.task_order_less, job.tasks_with_status(TaskStatus.PENDING))
+                tasks = PriorityQueue(ssn.task_order_less, ungated_pending(job))
                 while not tasks.empty():
                     preemptor = tasks.pop()
                     stmt = Statement(ssn)

@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from tidesched.framework.features import FeatureGates, parse_feature_gates
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.session import Session
 from tidesched.model.loader import InputError, load_paths
@@ -59,8 +60,20 @@ def session_time(now: Optional[str]) -> float:
     return when.timestamp()
 
 
+def feature_gates(text: Optional[str]) -> FeatureGates:
+    """``--feature-gates``; a bad item ends the command naming it."""
+    try:
+        gates = parse_feature_gates(text)
+    except ValueError as exc:
+        fail(f"--feature-gates: {exc}")
+        raise
+    for note in gates.notes():
+        err.print(f"[yellow]warning:[/] {note}", highlight=False)
+    return gates
+
+
 def prepare(paths: list[Path], config: Optional[Path], scheduler_names: list[str], skip_invalid: bool,
-            now: float = 0.0) -> Session:
+            now: float = 0.0, features: FeatureGates | None = None) -> Session:
     try:
         cfg = config_from_file(config)
         manifests = load_paths(paths)
@@ -75,7 +88,7 @@ def prepare(paths: list[Path], config: Optional[Path], scheduler_names: list[str
         )
     for w in cfg.warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
-    return open_session(snapshot, cfg, scheduler_names=scheduler_names, now=now)
+    return open_session(snapshot, cfg, scheduler_names=scheduler_names, now=now, features=features)
 
 
 PathsArg = Annotated[list[Path], typer.Argument(help="YAML/JSON manifest files or directories.")]
@@ -93,18 +106,23 @@ NowOpt = Annotated[
 OptionalPathsArg = Annotated[
     Optional[list[Path]], typer.Argument(help="YAML/JSON manifest files or directories (or use --kubeconfig).")
 ]
+FeaturesOpt = Annotated[
+    Optional[str],
+    typer.Option("--feature-gates", help="As vc-scheduler's flag, e.g. SchedulingGatesQueueAdmission=true."),
+]
 KubeconfigOpt = Annotated[
     Optional[Path], typer.Option("--kubeconfig", help="Read the objects from a live cluster instead of files.")
 ]
 
 
 def prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_names: list[str],
-                skip_invalid: bool, kubeconfig: Optional[Path], now: float = 0.0) -> Session:
+                skip_invalid: bool, kubeconfig: Optional[Path], now: float = 0.0,
+                features: FeatureGates | None = None) -> Session:
     """``prepare`` over manifests, or over a live cluster's objects with ``--kubeconfig``."""
     if kubeconfig is None:
         if not paths:
             fail("give manifest files/directories, or --kubeconfig for a live cluster")
-        return prepare(paths or [], config, scheduler_names, skip_invalid, now)
+        return prepare(paths or [], config, scheduler_names, skip_invalid, now, features)
     from tidesched.cluster.commands import live_config_text, live_snapshot
     from tidesched.scheduler import config_from_text
 
@@ -131,4 +149,4 @@ def prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_n
         raise
     for p in snapshot.problems:
         err.print(f"[yellow]warning:[/] {p.message}", highlight=False)
-    return open_session(snapshot, cfg, scheduler_names=scheduler_names, now=now)
+    return open_session(snapshot, cfg, scheduler_names=scheduler_names, now=now, features=features)

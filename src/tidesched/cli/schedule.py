@@ -14,6 +14,7 @@ from rich.table import Table
 from tidesched.cli.common import (
     RUN,
     ConfigOpt,
+    FeaturesOpt,
     KubeconfigOpt,
     NamesOpt,
     NowOpt,
@@ -23,6 +24,7 @@ from tidesched.cli.common import (
     SkipOpt,
     app,
     fail,
+    feature_gates,
     out,
     prepare,
     prepare_any,
@@ -42,10 +44,12 @@ def schedule(
     scheduler_name: NamesOpt = [DEFAULT_SCHEDULER_NAME],  # noqa: B006 - typer reads the default
     skip_invalid: SkipOpt = False,
     now: NowOpt = None,
+    features: FeaturesOpt = None,
 ) -> None:
     """Run one scheduling session over manifests and print its decisions."""
+    gates = feature_gates(features)
     with collector_paused():
-        ssn = prepare(paths, config, scheduler_name, skip_invalid, session_time(now))
+        ssn = prepare(paths, config, scheduler_name, skip_invalid, session_time(now), gates)
         decisions = run_actions(ssn)
         if RUN.own_process:
             # The process ends after the output, so nothing the session made needs collecting;
@@ -69,6 +73,8 @@ def _print_table(d: Decisions) -> None:
         t.add_row(pod, "pipeline", node)
     for pod in sorted(d.evicted):
         t.add_row(pod, "evict", "")
+    for pod in sorted(d.ungated):
+        t.add_row(pod, "remove queue-admission gate", "")
     out.print(t)
     pg = Table(title="PodGroups")
     pg.add_column("podgroup")
@@ -96,6 +102,7 @@ def explain(
     skip_invalid: SkipOpt = False,
     kubeconfig: KubeconfigOpt = None,
     now: NowOpt = None,
+    features: FeaturesOpt = None,
 ) -> None:
     """Say why a pod would stay pending (or where it would go); with NAMESPACE/podgroup/NAME or
     NAMESPACE/job/NAME (a Volcano Job), why a gang waits: its gang condition, task roles, queue
@@ -107,7 +114,8 @@ def explain(
     except TargetError as exc:
         fail(str(exc))
         return
-    ssn = prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig, session_time(now))
+    ssn = prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig, session_time(now),
+                      feature_gates(features))
     if target.kind != "pod":
         try:
             lines = explain_group(ssn, target)

@@ -5,7 +5,7 @@
 ``-v=3``) because an operator switching from vc-scheduler keeps the Deployment's argument list:
 vc-scheduler's flags are accepted with the same names; ``--logtostderr``,
 ``--node-worker-threads`` and stray positional arguments (the chart's ``2>&1``) are accepted and
-ignored.
+ignored, and the rest of vc-scheduler v1.15.1's flags are taken or refused as ``vc_flags`` says.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ from typing import Any, Sequence
 
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.config import SchedulerConfig
+from tidesched.framework.features import FeatureGates, parse_feature_gates
 from tidesched.framework.session import Session
 from tidesched.cluster.api import Kube, connect
 from tidesched.cluster.runner import Runner, RunOptions
 from tidesched.cluster.server import ListenError
 from tidesched.cluster.store import list_once
+from tidesched.cluster import vc_flags
 from tidesched.explain.quota import QuotaReport, report
 from tidesched.model.durations import parse_flag_duration
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
@@ -51,6 +53,13 @@ def _duration(text: str) -> float:
 
 def _int(text: str) -> int:
     return int(text.lstrip("="))
+
+
+def _feature_gates(text: str) -> FeatureGates:
+    try:
+        return parse_feature_gates(text.lstrip("="))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -113,10 +122,24 @@ def run_parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="a repeated event is rewritten at most this often (10m)",
     )
+    p.add_argument(
+        "--feature-gates",
+        type=_feature_gates,
+        default=FeatureGates(),
+        metavar="NAME=BOOL,...",
+        help="Volcano's feature gates; tidesched acts on SchedulingGatesQueueAdmission (default off)",
+    )
+    p.add_argument(
+        "--gate-removal-worker-num",
+        type=_int,
+        default=5,
+        help="concurrent scheduling-gate removals (5; with SchedulingGatesQueueAdmission)",
+    )
     p.add_argument("-v", "--v", dest="verbosity", type=_int, default=2, help="log verbosity (klog-like)")
     # Accepted for vc-scheduler compatibility, ignored.
     p.add_argument("--logtostderr", default=True, **flag, help=argparse.SUPPRESS)
     p.add_argument("--node-worker-threads", type=_int, default=None, help=argparse.SUPPRESS)
+    vc_flags.add_flags(p, _bool, _int)
     p.add_argument("ignored", nargs="*", help=argparse.SUPPRESS)
     return p
 
@@ -144,6 +167,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         eviction_mode=args.eviction_mode,
         eviction_grace_period=args.eviction_grace_period,
         event_interval=args.event_aggregation_interval,
+        feature_gates=args.feature_gates,
+        gate_removal_workers=args.gate_removal_worker_num,
     )
 
 
@@ -164,6 +189,13 @@ def run_main(argv: Sequence[str]) -> int:
     setup_logging(args.verbosity)
     if args.ignored:
         log.info("ignoring positional arguments %s", args.ignored)
+    notes, errors = vc_flags.check(args)
+    for note in notes:
+        log.info("%s", note)
+    if errors:
+        for e in errors:
+            print(f"error: {e}", file=sys.stderr)
+        return 2
     try:
         runner = Runner(options_from_args(args))
     except ConfigError as exc:

@@ -5,7 +5,8 @@ and evictor's overlays) into its incremental cluster cache, opens one session of
 with the current config and hands the decisions to the binder, evictor, status writer and event
 recorder, which apply them on their own threads. Nothing here decides anything about scheduling.
 
-* the first session runs only after every informer's first full list (K8S-1);
+* the first session runs only after every informer's first full list (K8S-1); before it, the
+  leader creates the ``root`` and ``default`` queues if missing, as vc-scheduler does;
 * with ``--leader-elect`` only the leader schedules; losing the lease stops scheduling at once,
   drops binds not yet sent, and ``run`` exits 1 so the pod restarts clean (as kube-scheduler);
 * SIGTERM: stop the loop, drain in-flight binds/evictions, release the lease, exit 0;
@@ -30,11 +31,16 @@ from tidesched.explain import quota
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.config import SchedulerConfig
 from tidesched.framework.decisions import Decisions
+from tidesched.framework.features import QUEUE_ADMISSION, FeatureGates
+from tidesched.framework.usage_source import usage_source_conf
 from tidesched.cluster import webview
 from tidesched.cluster.api import Kube, TokenBucket, connect
 from tidesched.cluster.binder import Binder
+from tidesched.cluster.default_queues import ensure_default_queues
 from tidesched.cluster.evictor import Evictor
+from tidesched.cluster.gate_remover import GateRemover
 from tidesched.cluster.leader import LeaderElector
+from tidesched.cluster.metrics_source import NodeUsageCollector
 from tidesched.cluster.server import HttpServer, ListenError, Metrics, routes_for
 from tidesched.cluster.status import EventRecorder, StatusBatch, StatusWriter
 from tidesched.cluster.store import POD, ClusterStore, Informer, start_informers
@@ -83,6 +89,10 @@ class RunOptions:
     # A session is seconds of pure Python; with the default 5 ms GIL switch interval the bind
     # workers and watches queue behind it (the convoy effect) and binds/s drops by half or more.
     switch_interval: float | None = 0.0005
+    # --feature-gates (SchedulingGatesQueueAdmission: the gate remover below works), and the
+    # gate remover's workers (--gate-removal-worker-num).
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    gate_removal_workers: int = 5
     informer_options: dict[str, Any] = field(default_factory=dict)
     component_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # tests tune retries
 
@@ -106,6 +116,10 @@ class Runner:
         self.config: SchedulerConfig = config_from_file(options.scheduler_conf)
         for w in self.config.warnings:
             log.warning("scheduler config: %s", w)
+        for note in options.feature_gates.notes():
+            log.warning("%s", note)
+        if options.feature_gates.enabled(QUEUE_ADMISSION):
+            log.info("feature gate %s on: admitted pods lose Volcano's queue-admission gate", QUEUE_ADMISSION)
         self._conf_sig = _file_signature(options.scheduler_conf)
         self.metrics = Metrics()
         if connection is None:
@@ -147,6 +161,19 @@ class Runner:
             **co.get("evictor", {}),
         )
         self.status = StatusWriter(self.kube, self.store, **co.get("status", {}))
+        self.gate_remover = GateRemover(
+            self.kube,
+            self.store,
+            workers=options.gate_removal_workers,
+            may_send=self.leading,
+            **co.get("gate_remover", {}),
+        )
+        # Nodes' measured load for the usage and rescheduling plugins (the config's `metrics`).
+        self.usage = NodeUsageCollector(
+            usage_source_conf(self.config.metrics, self.config.source),
+            lambda: sorted(str((n.get("metadata") or {}).get("name")) for n in self.store.items("Node")),
+            kube=self.kube,
+        )
         self.elector: LeaderElector | None = None
         if options.leader_elect:
             self.elector = LeaderElector(
@@ -174,6 +201,7 @@ class Runner:
         self._session_version = -1
         self._session_seconds = 0.0
         self._started = False
+        self._queues_checked = False  # root and default made if missing (cluster.default_queues)
 
     # -- state ----------------------------------------------------------------------------
 
@@ -192,7 +220,7 @@ class Runner:
     def _on_lost(self) -> None:
         # Stop at once: nothing more leaves this process; the new leader re-derives everything.
         self.metrics.leader.set(0)
-        dropped = self.binder.cancel_queued() + self.evictor.cancel_queued()
+        dropped = self.binder.cancel_queued() + self.evictor.cancel_queued() + self.gate_remover.cancel_queued()
         log.error("leadership lost: scheduling stopped, %d queued writes dropped", dropped)
         self.stop_event.set()
 
@@ -220,8 +248,9 @@ class Runner:
         self._saved_switch_interval = sys.getswitchinterval()
         if o.switch_interval:
             sys.setswitchinterval(o.switch_interval)
-        for c in (self.recorder, self.binder, self.evictor, self.status):
+        for c in (self.recorder, self.binder, self.evictor, self.status, self.gate_remover):
             c.start()
+        self.usage.start()
         self.informers = start_informers(
             self.kube,
             self.store,
@@ -259,6 +288,9 @@ class Runner:
                         gc.freeze()
                     continue
                 if synced and self.leading():
+                    if not self._queues_checked:
+                        self._queues_checked = True
+                        ensure_default_queues(self.kube, self.store)
                     reloaded = self.reload_config()
                     if reloaded or self.session_due():
                         try:
@@ -295,13 +327,15 @@ class Runner:
         if not self.binder.drain(o.drain_timeout):
             log.warning("shutdown: %d binds still in flight", self.binder.pending())
         self.evictor.drain(o.drain_timeout)
+        self.gate_remover.drain(min(2.0, o.drain_timeout))
         self.status.flush(min(2.0, o.drain_timeout))
         self.recorder.flush(min(2.0, o.drain_timeout))
         if self.elector is not None:
             self.elector.release()
         for inf in self.informers:
             inf.stop()
-        for c in (self.binder, self.evictor, self.status, self.recorder):
+        self.usage.stop()
+        for c in (self.binder, self.evictor, self.status, self.recorder, self.gate_remover):
             c.stop(timeout=1.0)
         for s in self.servers:
             s.stop()
@@ -324,6 +358,7 @@ class Runner:
             log.error("new scheduler config %s refused, keeping the last good one: %s", path, exc)
             return False
         self.config = new
+        self.usage.configure(usage_source_conf(new.metrics, new.source))
         self.metrics.config_reloads.labels("applied").inc()
         log.info("scheduler config %s reloaded: actions %s", path, ", ".join(new.actions))
         for w in new.warnings:
@@ -364,6 +399,7 @@ class Runner:
                     self._observe_watched(key)
             t_open = time.perf_counter()
             snapshot, state = self.cache.open()
+            snapshot.node_usage = self.usage.current()
             ssn = open_session(
                 snapshot,
                 self.config,
@@ -371,6 +407,7 @@ class Runner:
                 uid=str(uuid.uuid4()),
                 now=time.time(),
                 state=state,
+                features=self.options.feature_gates,
             )
             open_seconds = time.perf_counter() - t_open
 
@@ -441,6 +478,8 @@ class Runner:
         """Hand the decisions to the writers; returns at once (K8S-2: off the session path)."""
         queued = self.binder.submit(d.bound, d.bind_annotations)
         evicting = self.evictor.submit(d.evicted, d.eviction_reasons)
+        if d.ungated:
+            self.gate_remover.submit(d.ungated)
         # PodGroups this session moved on are no reason for the next one while their status
         # write is on its way (ClusterStore.assume_enqueued); first, so the write cannot beat it.
         self.store.assume_enqueued((k for k, phase in d.podgroups.items() if phase != "Pending"), ENQUEUE_HOLD)

@@ -28,20 +28,23 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from tidesched.cluster.api import ApiException, Kube, json_lines, status_of
+from tidesched.model.gates import only_volcano_gate, raw_gate_names
 
 log = logging.getLogger("tidesched.cluster.store")
 
-NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, HYPERNODE = (
+NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, QUOTA, NUMATOPO, HYPERNODE = (
     "Node",
     "Pod",
     "PodGroup",
     "Queue",
     "PriorityClass",
     "PodDisruptionBudget",
+    "ResourceQuota",
+    "Numatopology",
     "HyperNode",
 )
 VOLCANO_GROUP, VOLCANO_VERSION = "scheduling.volcano.sh", "v1beta1"
-TOPOLOGY_GROUP_VERSION = "topology.volcano.sh/v1alpha1"
+TOPOLOGY_GROUP_VERSION = "topology.volcano.sh/v1alpha1"  # HyperNodes (Volcano's CRD; optional)
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,8 @@ class ResourceType:
     api_version: str
     namespaced: bool
     path: str  # the collection across all namespaces
-    # A CRD the cluster may not have (HyperNodes: Volcano's topology CRD): while its API answers
-    # 404 the kind is listed as empty, so the scheduler starts and schedules without it.
+    # A CRD a cluster may not have: while the API answers 404 the kind counts as listed and
+    # empty (the scheduler does not wait for it), and the informer looks again now and then.
     optional: bool = False
 
 
@@ -69,6 +72,9 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType(QUEUE, f"{VOLCANO_GROUP}/{VOLCANO_VERSION}", False, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/queues"),
         ResourceType(PRIORITY_CLASS, "scheduling.k8s.io/v1", False, "/apis/scheduling.k8s.io/v1/priorityclasses"),
         ResourceType(PDB, "policy/v1", True, "/apis/policy/v1/poddisruptionbudgets"),
+        ResourceType(QUOTA, "v1", True, "/api/v1/resourcequotas"),  # the resourcequota plugin
+        # the numa-aware plugin; Volcano's chart installs the CRD, a cluster without it has none
+        ResourceType(NUMATOPO, "nodeinfo.volcano.sh/v1alpha1", False, "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies", optional=True),
         ResourceType(HYPERNODE, TOPOLOGY_GROUP_VERSION, False, f"/apis/{TOPOLOGY_GROUP_VERSION}/hypernodes", optional=True),
     )
 }
@@ -223,6 +229,11 @@ class ClusterStore:
     def _changed(self) -> None:
         self.version += 1
         self._cond.notify_all()
+
+    def listed(self, kind: str) -> bool:
+        """Whether ``kind``'s first list is complete."""
+        with self._cond:
+            return kind in self._synced
 
     def synced(self) -> bool:
         with self._cond:
@@ -406,6 +417,9 @@ def _waiting_pod(pod: dict[str, Any], names: frozenset[str] | None) -> bool:
         return False
     if names is not None and (spec.get("schedulerName") or "default-scheduler") not in names:
         return False
+    gates = raw_gate_names(spec)
+    if gates and not only_volcano_gate(gates):
+        return False  # no session can place it, or lift its gates: their removal is a change
     return ((pod.get("status") or {}).get("phase") or "Pending") == "Pending"
 
 
@@ -438,7 +452,6 @@ class Informer:
         watch_timeout: int = 300,
         backoff_base: float = 0.2,
         backoff_max: float = 30.0,
-        absent_retry: float = 30.0,
         on_event: Callable[[str, str], None] | None = None,
     ) -> None:
         self.kube = kube
@@ -448,8 +461,6 @@ class Informer:
         self.watch_timeout = watch_timeout
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
-        self.absent_retry = absent_retry  # an optional kind's API answered 404: look again after this
-        self._absent = False
         self.on_event = on_event  # (kind, what): "relist" | "error" | "watch", for metrics
         self.resource_version: str | None = None
         self.relists = 0
@@ -493,14 +504,8 @@ class Informer:
             except Exception as exc:  # noqa: BLE001 - every failure reconnects; none may kill the thread
                 if self._stop.is_set():
                     return
-                if self.rtype.optional and status_of(exc) == 404:
-                    # The CRD is not installed: no such objects (and a sync), then look again.
-                    if not self._absent:
-                        log.info("%s: not served by this cluster (404); scheduling without them", self.rtype.kind)
-                        self.store.replace(self.rtype.kind, {})
-                        self._absent = True
-                    self.resource_version = None
-                    self._stop.wait(self.absent_retry)
+                if status_of(exc) == 404 and self.rtype.optional:
+                    self._absent()
                     continue
                 self.errors += 1
                 self._notify("error")
@@ -510,6 +515,17 @@ class Informer:
                 log.warning("%s: list/watch failed (%s); retrying in %.1fs", self.rtype.kind, exc, backoff)
                 self._stop.wait(backoff * random.uniform(0.8, 1.2))
                 backoff = min(backoff * 2, self.backoff_max)
+
+    ABSENT_RECHECK = 60.0  # seconds between looks for an optional kind's missing CRD
+
+    def _absent(self) -> None:
+        """An optional kind the API server does not serve: none of it, until it appears."""
+        if not self.store.listed(self.rtype.kind) or self.store.items(self.rtype.kind):
+            log.info("%s: not served by the API server (CRD not installed?): none read; looking again every %.0fs",
+                     self.rtype.kind, self.ABSENT_RECHECK)
+            self.store.replace(self.rtype.kind, {})
+        self.resource_version = None
+        self._stop.wait(self.ABSENT_RECHECK)
 
     def _list(self) -> None:
         items: dict[str, dict[str, Any]] = {}
@@ -593,6 +609,6 @@ def list_once(kube: Kube, kinds: tuple[str, ...] = tuple(RESOURCE_TYPES)) -> lis
         try:
             Informer(kube, RESOURCE_TYPES[kind], store)._list()
         except ApiException as exc:
-            if not (RESOURCE_TYPES[kind].optional and exc.status == 404):
-                raise
+            if not (exc.status == 404 and RESOURCE_TYPES[kind].optional):
+                raise  # an optional kind whose CRD is not installed: none of it
     return store.snapshot_objects()

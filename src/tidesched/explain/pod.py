@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tidesched.explain.topology import topology_lines
+from tidesched.explain.gates import gate_lines
 from tidesched.framework.decisions import FitErrors
+from tidesched.model.dequeue import honoured
 from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
@@ -37,6 +39,14 @@ def explain_lines(
         f"{job.ready_task_num()} of minMember {job.min_available} tasks ready."
     )
     lines.extend(topology_lines(ssn, job))
+    lines.extend(gate_lines(ssn, decisions, task, job))
+    queue = ssn.queues.get(job.queue)
+    if queue is not None and not honoured(queue.queue.dequeue_strategy):
+        lines.append(
+            f"Queue {job.queue} asks for dequeueStrategy {queue.queue.dequeue_strategy}: Volcano v1.15.1 does not act "
+            "on it, nor does tidesched; its jobs are dequeued as traverse (one that cannot start does not hold "
+            "back those behind it)."
+        )
     fe = job.fit_errors.get(task.uid)
     if isinstance(fe, FitErrors):
         lines.append("Nodes: " + fe.error())

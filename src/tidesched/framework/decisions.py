@@ -50,6 +50,9 @@ class Decisions:
     # Annotations to write on a bound pod with its binding (the vGPU devices it was given,
     # plugins/deviceshare.py), by pod key.
     bind_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Pods whose queue now takes them: their Volcano queue-admission gate is to be removed
+    # (feature SchedulingGatesQueueAdmission; framework/gates.py), by pod key, in that order.
+    ungated: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -61,4 +64,6 @@ class Decisions:
         }
         if self.bind_annotations:
             out["bind_annotations"] = {k: dict(sorted(v.items())) for k, v in sorted(self.bind_annotations.items())}
+        if self.ungated:
+            out["ungated"] = sorted(self.ungated)
         return out

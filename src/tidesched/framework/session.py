@@ -18,6 +18,7 @@ import numpy as np
 
 from tidesched.framework.config import SchedulerConfig
 from tidesched.framework.decisions import Decisions, FitErrors
+from tidesched.framework.features import FeatureGates
 from tidesched.framework.hooks import SessionHooks
 from tidesched.framework.plugin import Plugin, PredicateResult
 from tidesched.framework.topology import SessionTopology
@@ -53,13 +54,15 @@ class Session(SessionHooks):
         uid: str = "session",
         now: float = 0.0,
         state: SessionState | None = None,
+        features: FeatureGates | None = None,
     ) -> None:
         """Open on ``state`` when a cache made it (its infos are this session's to change),
         else on infos built afresh from ``snapshot``. ``plugins``: the plugin classes by
-        config name (``scheduler.PLUGINS``)."""
+        config name (``scheduler.PLUGINS``); ``features``: the feature gates (``--feature-gates``)."""
         self.uid = uid
         self.now = now
         self.config = config
+        self.features = features if features is not None else FeatureGates()
         self.tiers = config.tiers
         if state is None:
             state = build_state(snapshot, scheduler_names)
@@ -90,6 +93,7 @@ class Session(SessionHooks):
         self.annotate_bind: Callable[[TaskInfo], dict[str, str] | None] | None = None
         self.bind_annotations: dict[str, dict[str, str]] = {}
         self.pod_condition_reasons: dict[str, str] = {}
+        self.ungated: dict[str, None] = {}  # pods whose queue-admission gate goes, in order (framework.gates)
         # PodGroups a plugin already gave their own Warning this session (GangTimeout): close
         # adds no generic "Unschedulable" event for them.
         self.podgroups_warned: set[str] = set()
@@ -296,6 +300,7 @@ class Session(SessionHooks):
             pod_condition_reasons=dict(self.pod_condition_reasons),
             wake_at=self.wake_at,
             bind_annotations=dict(self.bind_annotations),
+            ungated=list(self.ungated),
         )
 
     def queue_allocated(self) -> dict[str, Resource]:
@@ -349,6 +354,8 @@ class Session(SessionHooks):
         base = job.job_fit_error or "all nodes are unavailable"
         for t in sorted(job.tasks.values(), key=lambda t: t.key):
             if t.status == TaskStatus.PENDING:
+                if t.sch_gated:
+                    continue  # the API server's PodScheduled=False (SchedulingGated) says it (Volcano)
                 fe = job.fit_errors.get(t.uid)
                 msg = fe.error() if isinstance(fe, FitErrors) else (str(fe) if fe else base)
                 self.event("Pod", t.namespace, t.name, "Warning", "FailedScheduling", msg)

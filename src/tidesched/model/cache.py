@@ -55,8 +55,8 @@ from tidesched.model.state import (
 )
 from tidesched.model.status import TaskStatus
 
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "HyperNode")
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"})
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota", "Numatopology", "HyperNode")
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota"})
 
 # Short ways to parse a copy-on-write status write of the object parsed last (None: parse it all).
 _REPARSERS = {"Pod": reparse_pod, "PodGroup": reparse_podgroup}
@@ -191,7 +191,7 @@ class ClusterCache:
         elif kind in ("Queue", "PriorityClass"):
             if kind == "PriorityClass" or old is None or record is None:
                 self._rebuild = True  # job membership or every priority may change
-        # PodDisruptionBudgets: only the snapshot lists hold them.
+        # PodDisruptionBudgets, ResourceQuotas, Numatopologies: only the snapshot lists hold them.
 
     # -- pods and groups ----------------------------------------------------------------
 
@@ -396,6 +396,8 @@ class ClusterCache:
             priority_classes=list(self._list("PriorityClass")),
             pdbs=list(self._list("PodDisruptionBudget")),
             hypernodes=list(self._list("HyperNode")),
+            resource_quotas=list(self._list("ResourceQuota")),
+            numatopologies=list(self._list("Numatopology")),
             problems=[self._problems[k] for k in sorted(self._problems)],
         )
 

@@ -80,6 +80,7 @@ class TaskInfo:
         "name_index",
         "devices",
         "base_devices",
+        "sch_gated",
     )
 
     def __init__(self, pod: Pod, job: str, priority: int) -> None:
@@ -113,6 +114,8 @@ class TaskInfo:
         # charged, put back after a session (ClusterCache._restore).
         self.devices = pod.vgpu_assignment
         self.base_devices = self.devices
+        # Any scheduling gate: no action places the task (Volcano SchGated; model.gates).
+        self.sch_gated = bool(pod.scheduling_gates)
 
     def __repr__(self) -> str:
         return f"Task({self.key}, {self.status.label()}, node={self.node_name or '-'})"

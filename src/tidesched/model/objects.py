@@ -20,6 +20,8 @@ from tidesched.rules.selectors import CompiledLabelSelector, SelectorError, comp
 from tidesched.rules.taints import parse_toleration
 from tidesched.rules.topology_spread import SpreadConstraint, parse_spread_constraints
 from tidesched.model.claims import PodClaim, pod_claims
+from tidesched.model.dequeue import DEFAULT as DEFAULT_DEQUEUE, parse_dequeue_strategy
+from tidesched.model.gates import parse_scheduling_gates
 from tidesched.model.pod_conditions import scheduled_time
 from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
     INT32,
@@ -39,6 +41,7 @@ from tidesched.model.network_topology import GangTopology, parse_gang_topology
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import PODS, Resource
+from tidesched.model.resource_quota import ResourceList, resource_list
 from tidesched.model.status import PodGroupPhase, QueueState, TaskStatus
 from tidesched.model.vgpu import NodeDevices, PodAssignment, VgpuRequest, node_devices, pod_assignment, pod_request
 
@@ -166,6 +169,8 @@ class Pod:
     vgpu_assignment: PodAssignment | None = None
     # spec.resourceClaims (DRA): the claims the pod may start with only once they are allocated
     claims: tuple[PodClaim, ...] = ()
+    # spec.schedulingGates' names: while any is there the pod is not scheduled (model.gates)
+    scheduling_gates: tuple[str, ...] = ()
     # when the PodScheduled condition turned True (0: not scheduled), for cdp's cooldown
     scheduled_time: float = 0.0
 
@@ -324,6 +329,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         vgpu=vgpu,
         vgpu_assignment=pod_assignment(meta.annotations) if vgpu is not None else None,
         claims=pod_claims(spec, status),
+        scheduling_gates=parse_scheduling_gates(spec),
         scheduled_time=scheduled_time(status),
     )
 
@@ -407,6 +413,7 @@ class Node:
     unschedulable: bool
     ready: bool
     vgpu: NodeDevices | None = None  # registered vGPU devices that count (model.vgpu)
+    capacity: Resource | None = None  # status.capacity (the rescheduling plugin's percentages)
 
     @property
     def name(self) -> str:
@@ -440,6 +447,7 @@ def parse_node(obj: Mapping[str, Any]) -> Node:
         unschedulable=parse_flag(spec.get("unschedulable"), "spec.unschedulable"),
         ready=ready,
         vgpu=node_devices(meta.annotations, allocatable.scalars),
+        capacity=None if status.get("capacity") is None else _resources(status.get("capacity"), "status.capacity"),
     )
 
 
@@ -459,6 +467,8 @@ class PodGroup:
     conditions: tuple[Mapping[str, Any], ...]
     preemptable: bool
     topology: GangTopology | None = None  # spec.networkTopology and spec.subGroupPolicy
+    # spec.minResources by name as written (``requests.cpu`` too), for the resourcequota plugin
+    min_resource_list: ResourceList | None = None
 
     @property
     def key(self) -> str:
@@ -496,6 +506,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
         conditions=tuple(c for c in _list(status, "conditions", "status.conditions") if isinstance(c, Mapping)),
         preemptable=bool(preempt),
         topology=parse_gang_topology(spec),
+        min_resource_list=None if min_res is None else resource_list(min_res, "spec.minResources"),
     )
 
 
@@ -541,6 +552,7 @@ class Queue:
     # the field, so the queue itself still schedules and the plugin can refuse it clearly.
     node_group_affinity: "NodeGroupAffinity | None" = None
     affinity_error: str = ""
+    dequeue_strategy: str = DEFAULT_DEQUEUE  # spec.dequeueStrategy (model.dequeue)
 
     @property
     def name(self) -> str:
@@ -634,6 +646,7 @@ def parse_queue(obj: Mapping[str, Any]) -> Queue:
         state=state,
         node_group_affinity=affinity,
         affinity_error=affinity_error,
+        dequeue_strategy=parse_dequeue_strategy(spec),
     )
 
 

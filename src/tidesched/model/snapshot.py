@@ -31,6 +31,9 @@ from tidesched.model.objects import (
     parse_queue,
 )
 from tidesched.model.problems import Event, ObjectError, warning
+from tidesched.model.node_usage import NodeUsage
+from tidesched.model.numatopology import Numatopology, parse_numatopology
+from tidesched.model.resource_quota import ResourceQuota, parse_resource_quota
 from tidesched.model.resource import Resource
 from tidesched.model.status import PodGroupPhase, QueueState
 
@@ -44,10 +47,12 @@ _PARSERS = {
     "PriorityClass": parse_priority_class,
     "PodDisruptionBudget": parse_pdb,
     "HyperNode": parse_hypernode,  # topology.volcano.sh (model.hypernodes)
+    "ResourceQuota": parse_resource_quota,
+    "Numatopology": parse_numatopology,
 }
 PARSERS = _PARSERS  # kind -> parse function (raises ObjectError naming the field)
 # Namespaced kinds: their identity (duplicates) is ``namespace/name``.
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"})
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota"})
 # Kinds a scheduler snapshot does not use but that legitimately appear beside the ones it
 # does (the simulator's controllers read some of them).
 IGNORED_KINDS = frozenset(
@@ -73,7 +78,6 @@ IGNORED_KINDS = frozenset(
         "MPIJob",
         "Lease",
         "Event",
-        "ResourceQuota",
         "LimitRange",
         # DRA: read once claims are allocated; until then a pod with claims stays pending
         "ResourceClaim",
@@ -97,6 +101,10 @@ class ClusterSnapshot:
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # policy/v1, for preemption
     hypernodes: list[HyperNode] = field(default_factory=list)  # network topology (model.hypernode_tree)
+    resource_quotas: list[ResourceQuota] = field(default_factory=list)  # for the resourcequota plugin
+    numatopologies: list[Numatopology] = field(default_factory=list)  # for the numa-aware plugin
+    # Measured load by node name (a metrics source's, in `tidesched run`): usage, rescheduling
+    node_usage: dict[str, NodeUsage] = field(default_factory=dict)
     problems: list[Event] = field(default_factory=list)  # malformed objects, skipped
     ignored: list[str] = field(default_factory=list)  # sources of objects of unused kinds
 
@@ -229,6 +237,10 @@ def build_snapshot(
             snap.pdbs.append(record)  # type: ignore[arg-type]
         elif kind == "HyperNode":
             snap.hypernodes.append(record)  # type: ignore[arg-type]
+        elif kind == "ResourceQuota":
+            snap.resource_quotas.append(record)  # type: ignore[arg-type]
+        elif kind == "Numatopology":
+            snap.numatopologies.append(record)  # type: ignore[arg-type]
         else:
             snap.priority_classes.append(record)  # type: ignore[arg-type]
 
@@ -256,5 +268,9 @@ def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
         snap.pdbs = [p for p in snap.pdbs if p.key != key]
     elif kind == "HyperNode":
         snap.hypernodes = [h for h in snap.hypernodes if h.name != key]
+    elif kind == "ResourceQuota":
+        snap.resource_quotas = [q for q in snap.resource_quotas if q.key != key]
+    elif kind == "Numatopology":
+        snap.numatopologies = [t for t in snap.numatopologies if t.key != key]
     else:
         snap.priority_classes = [p for p in snap.priority_classes if p.name != key]

@@ -30,7 +30,9 @@ Hooks:
   dimensions minResources asks for. JobEnqueued adds minResources to inqueue on the queue
   and every ancestor.
 - Allocatable (CAP-3): queue Open, leaf, and allocated + request ≤ realCapability on the
-  requested dimensions at every level leaf→root.
+  requested dimensions at every level leaf→root; with ``SchedulingGatesQueueAdmission``, the
+  leaf also counts what it holds for pods its gate admitted and not yet placed
+  (``capacity_reservations``).
 - Preemptive (CAP-3, seed §5.2): queue Open, leaf, allocated + request ≤ its realCapability,
   and allocated + request ≤ deserved on at least one requested dimension (with
   ``ancestorReclaimLevel`` N: or on an ancestor up to N levels up, root excluded).
@@ -80,11 +82,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tidesched.framework.gates import deduct_gated
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.plugin import GANG_RECLAIM, PERMIT, REJECT, EventHandler, EvictionContext, Plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import MIN_RESOURCE, Resource, exceeded_part, max_resource
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
+from tidesched.plugins.capacity_reservations import GateReservations
 from tidesched.plugins.capacity_tree import (
     ROOT,
     QueueAttr,
@@ -149,6 +153,7 @@ class CapacityPlugin(Plugin):
                 if opt.name == self.name:
                     self.hierarchy = opt.enabled("hierarchy")
         self.ancestor_level = self._ancestor_level(ssn)
+        self.reservations = GateReservations.for_session(ssn)  # None unless the feature is on
         self.total = ssn.total_resource.clone()
         self._warned: set[tuple[str, str]] = set()
         # Refusal reasons, written at close for objects still pending: uid -> (object, reason, message).
@@ -203,11 +208,11 @@ class CapacityPlugin(Plugin):
             if min_res is not None:
                 phase = job.phase
                 if phase == PodGroupPhase.INQUEUE:
-                    attr.inqueue.add(inqueue_reservation(min_res, job.allocated))
+                    attr.inqueue.add(deduct_gated(job, inqueue_reservation(min_res, job.allocated)))
                 elif phase == PodGroupPhase.RUNNING:
                     allocated_tasks = sum(job.status_count[s] for s in ALLOCATED_STATUSES)
                     if allocated_tasks >= job.min_available:
-                        attr.inqueue.add(inqueue_reservation(min_res, job.allocated))
+                        attr.inqueue.add(deduct_gated(job, inqueue_reservation(min_res, job.allocated)))
             attr.elastic.add(exceeded_part(job.allocated, min_res if min_res is not None else Resource()))
 
     def _build_flat(self, ssn: Session) -> dict[str, QueueAttr]:
@@ -383,6 +388,11 @@ class CapacityPlugin(Plugin):
             msg += f" (effective limit; configured {format_amount(dim, configured)})"
         return msg
 
+    def _with_held(self, leaf: QueueAttr, allocated: Resource, task: TaskInfo) -> Resource:
+        """``allocated`` plus what the leaf queue holds for other pods its gate admitted."""
+        held = self.reservations.held_for_others(leaf.name, task) if self.reservations is not None else None
+        return allocated if held is None else allocated.clone().add(held)
+
     def _allocatable_on(
         self, attr: QueueAttr, allocated_of: Callable[[QueueAttr], Resource], task: TaskInfo
     ) -> tuple[QueueAttr, str] | None:
@@ -414,14 +424,18 @@ class CapacityPlugin(Plugin):
                 return False
             assert attr is not None
             req = task.resreq
+            leaf_used = self._with_held(attr, attr.allocated, task)
             for level in attr.chain if hierarchy else (attr,):
-                dim = first_exceeded_sum(level.allocated, req, level.real_capability)
+                used = leaf_used if level is attr else level.allocated
+                dim = first_exceeded_sum(used, req, level.real_capability)
                 if dim is not None:
                     break
             else:
+                if self.reservations is not None:  # admitted: held until it is placed
+                    self.reservations.hold_if_opted_in(attr.name, task)
                 return True
             amount = req.get(dim)
-            msg = self._quota_message(attr, level, dim, amount, level.allocated.get(dim) + amount)
+            msg = self._quota_message(attr, level, dim, amount, used.get(dim) + amount)
             self._pod_reasons[task.uid] = (task, REASON_QUOTA, msg)
             return False
 
@@ -455,8 +469,9 @@ class CapacityPlugin(Plugin):
             attr = attrs.get(job.queue)
             if attr is None or job.min_resources is None:
                 return
+            reserved = deduct_gated(job, job.min_resources)
             for level in attr.chain if hierarchy else (attr,):
-                level.inqueue.add(job.min_resources)
+                level.inqueue.add(reserved)
 
         ssn.add_fn("job_enqueued", self.name, enqueued)
 
@@ -538,7 +553,8 @@ class CapacityPlugin(Plugin):
             sim = state.get(STATE_KEY) or {}
 
             def allocated_of(level: QueueAttr) -> Resource:
-                return sim.get(level.name, level.allocated)
+                used = sim.get(level.name, level.allocated)
+                return self._with_held(attr, used, task) if level is attr else used
 
             return self._allocatable_on(attr, allocated_of, task) is None
 
@@ -561,6 +577,11 @@ class CapacityPlugin(Plugin):
                 else:
                     level.allocated.sub(req)
                 level.update_share()
+            held = self.reservations
+            if held is not None and sign > 0:
+                held.release(task)  # placed: its room is allocated now
+            elif held is not None:
+                held.hold_if_opted_in(attr.name, task)  # taken back: held again
 
         ssn.add_event_handler(EventHandler(allocate=lambda t: shift(t, +1),
                                            deallocate=lambda t: shift(t, -1)))

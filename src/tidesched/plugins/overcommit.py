@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tidesched.framework.gates import deduct_gated
 from tidesched.framework.plugin import PERMIT, REJECT, Plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import Resource
@@ -101,7 +102,7 @@ class OvercommitPlugin(Plugin):
                 continue
             phase = job.phase  # as read from the cluster, less a gang timed out at open
             if phase == PodGroupPhase.INQUEUE:
-                inqueue.add(job.min_resources)
+                inqueue.add(deduct_gated(job, job.min_resources))
             elif phase == PodGroupPhase.RUNNING:
                 # A running job whose gang is placed keeps what it still may need; the
                 # minMember test stops a finished driver's share from being reserved again.
@@ -112,7 +113,7 @@ class OvercommitPlugin(Plugin):
                 if left is None:
                     left = memo["overcommit"] = unallocated_min(job)
                 if not is_nothing(left) and allocated_task_num(job) >= job.min_available:
-                    inqueue.add(left)
+                    inqueue.add(deduct_gated(job, left))
 
         def job_enqueueable(job: "JobInfo") -> int:
             if job.min_resources is None:
@@ -128,7 +129,7 @@ class OvercommitPlugin(Plugin):
 
         def job_enqueued(job: "JobInfo") -> None:
             if job.min_resources is not None:
-                inqueue.add(job.min_resources)
+                inqueue.add(deduct_gated(job, job.min_resources))
 
         ssn.add_fn("job_enqueueable", self.name, job_enqueueable)
         ssn.add_fn("job_enqueued", self.name, job_enqueued)

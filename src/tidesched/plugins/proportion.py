@@ -47,6 +47,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tidesched.framework.gates import deduct_gated
 from tidesched.framework.plugin import PERMIT, REJECT, EventHandler, Plugin
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import (
@@ -220,7 +221,7 @@ class ProportionPlugin(Plugin):
                     phase == PodGroupPhase.INQUEUE
                     or (phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= job.min_available)
                 ):
-                    attr.inqueue.add(parts[0])
+                    attr.inqueue.add(deduct_gated(job, parts[0]))
                 attr.elastic.add(parts[1])
             else:
                 _add_positive(attr.elastic, allocated)  # the part above nothing, without a diff
@@ -337,7 +338,7 @@ class ProportionPlugin(Plugin):
         def job_enqueued(job: "JobInfo") -> None:
             attr = attrs.get(job.queue)
             if attr is not None and job.min_resources is not None:
-                attr.inqueue.add(job.min_resources)
+                attr.inqueue.add(deduct_gated(job, job.min_resources))
 
         ssn.add_fn("job_enqueueable", self.name, job_enqueueable)
         ssn.add_fn("job_enqueued", self.name, job_enqueued)

@@ -15,12 +15,14 @@ import yaml
 
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.config import SchedulerConfig
+from tidesched.framework.features import FeatureGates
 from tidesched.model.loader import InputError, Manifest, load_paths
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, IGNORED_KINDS
 from tidesched.sim.vocabulary import (
     DURATION_ANNOTATION,
     EXIT_CODE_ANNOTATION,
     VOLCANO_JOB_API,
+    NAMESPACED_KINDS,
     WORLD_KINDS,
     ScenarioError,
     parse_duration,
@@ -38,6 +40,7 @@ ACTIONS = (
     "setQuota",
     "failPod",
     "setConfig",
+    "ungate",
 )
 
 
@@ -56,6 +59,8 @@ class TimedEvent:
     * failPod: ``{"name": "ns/name", "exitCode": int}``, or instead of ``name`` an owner
       (``"deployment"``/``"job": "ns/name"``): its first running pod in name order
     * setConfig: ``{"config": SchedulerConfig, "source": str}`` (a scheduler config reload)
+    * ungate: ``{"pod": "ns/name", "gates": [str, ...] | None}`` (None: every gate) — a gate's
+      owner lifts it
     """
 
     at: float
@@ -88,6 +93,7 @@ class Scenario:
     # REL-3: every session is also decided by a scheduler rebuilt from the objects (a restart);
     # the two must decide the same (doubles session time; chaos runs turn it on).
     check_restart: bool = False
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)  # scheduler.featureGates
 
     def add_event(self, at: float | str, action: str, args: Any, source: str | None = None) -> TimedEvent:
         """Validate and append one event (``args`` as in the YAML form)."""
@@ -369,7 +375,7 @@ def make_event(
         if kind not in WORLD_KINDS:
             raise ScenarioError(f"{where}.kind: expected one of {', '.join(WORLD_KINDS)}, got {kind!r}")
         name = _name_arg(m.get("name"), f"{where}.name")
-        if kind in ("Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget"):
+        if kind in NAMESPACED_KINDS:
             name = _namespaced(name)
         elif "/" in name:
             raise ScenarioError(f"{where}.name: {kind} is not namespaced, got {name!r}")
@@ -437,6 +443,13 @@ def make_event(
         args["name" if target == "name" else target] = _namespaced(_name_arg(name, f"{where}.{target}"))
     elif action == "setConfig":
         args = _config_arg(raw, where, base_dir)
+    elif action == "ungate":
+        m = _mapping_arg(raw, where)
+        only_keys(m, {"pod", "gates"}, where)
+        gates = m.get("gates")
+        if gates is not None and (not isinstance(gates, list) or not all(isinstance(g, str) and g for g in gates)):
+            raise ScenarioError(f"{where}.gates: expected a list of gate names, got {gates!r}")
+        args = {"pod": _namespaced(_name_arg(m.get("pod"), f"{where}.pod")), "gates": gates}
     else:
         hint = difflib.get_close_matches(action, ACTIONS, n=1)
         more = f"; did you mean {hint[0]!r}?" if hint else ""

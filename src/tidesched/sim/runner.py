@@ -52,6 +52,7 @@ from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacit
 from tidesched.sim.events import Scenario, TimedEvent, object_kind
 from tidesched.sim.scenario import load_scenario
 from tidesched.sim.topology_metrics import TopologyMetrics
+from tidesched.sim.vocabulary import NAMESPACED_KINDS
 from tidesched.sim.world import (
     EPOCH,
     Applied,
@@ -115,9 +116,11 @@ def _diff(a: Any, b: Any) -> str:
     return f"{a!r}, restarted {b!r}"
 
 
-def _session(snapshot: Any, config: Any, *, scheduler_names: Any, uid: str, now: float, state: Any = None) -> Decisions:
+def _session(snapshot: Any, config: Any, *, scheduler_names: Any, uid: str, now: float, state: Any = None,
+             features: Any = None) -> Decisions:
     """The scheduling core; a module attribute so tests can substitute decisions."""
-    return run_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state)
+    return run_session(snapshot, config, scheduler_names=scheduler_names, uid=uid, now=now, state=state,
+                       features=features)
 
 
 class Engine:
@@ -186,7 +189,7 @@ class Engine:
             obj = copy.deepcopy(dict(m.obj))
             kind = object_kind(obj)
             md = dict(obj.get("metadata") or {})
-            if kind in ("Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget"):
+            if kind in NAMESPACED_KINDS:
                 md.setdefault("namespace", "default")
             md.setdefault("uid", world.new_uid())
             if now > 0 or not md.get("creationTimestamp"):
@@ -312,6 +315,12 @@ class Engine:
             self._set_quota(ev, now)
         elif act == "failPod":
             self._fail_pod(ev)
+        elif act == "ungate":
+            if self.world.remove_gates(a["pod"], a["gates"]):
+                self.emit("Pod", *split_key(a["pod"]), "Normal", "Ungated",
+                          f"scheduling gates {', '.join(a['gates']) if a['gates'] else '(all)'} lifted by the scenario")
+            else:
+                self._warn(ev, f"ungate: pod {a['pod']} does not exist or has none of these gates")
         elif act == "setConfig":
             self.config = a["config"]
             self.invariants.configure(self.config)
@@ -408,6 +417,7 @@ class Engine:
                 uid=f"session-{n}",
                 now=EPOCH + t,
                 state=state,
+                features=self.sc.feature_gates,
             )
         except Exception as exc:  # noqa: BLE001 - a crash of the core is a finding, reported loudly
             tb = traceback.format_exc(limit=6)
@@ -422,19 +432,20 @@ class Engine:
         """REL-3: a scheduler restarted now — state rebuilt from the objects alone — decides
         exactly what the running one (on its incremental cache) decided."""
         world = self.world
-        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget")
+        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget", "ResourceQuota", "Numatopology")
                    for _key, obj in world.items(kind)]
         try:
             snapshot = build_snapshot(objects, scheduler_names=self.sc.scheduler_names,
                                       synthesize_podgroups=False, strict_kinds=False)
             fresh = _session(snapshot, self.config, scheduler_names=self.sc.scheduler_names,
-                             uid=f"session-{n}", now=EPOCH + t, state=build_state(snapshot, self.sc.scheduler_names))
+                             uid=f"session-{n}", now=EPOCH + t, state=build_state(snapshot, self.sc.scheduler_names),
+                             features=self.sc.feature_gates)
         except Exception as exc:  # noqa: BLE001 - reported as the finding it is
             self.invariants.record(t, RULE_RESTART, f"a restarted scheduler crashed: {exc!r}")
             return
         ours, theirs = d.to_json(), fresh.to_json()
         # bind_annotations: the vGPU devices each bind is given (absent when no bind carries any).
-        for part in ("bound", "evicted", "pipelined", "podgroups", "bind_annotations"):
+        for part in ("bound", "evicted", "pipelined", "podgroups", "bind_annotations", "ungated"):
             if ours.get(part, {}) != theirs.get(part, {}):
                 mine, other = ours.get(part, {}), theirs.get(part, {})
                 self.invariants.record(
@@ -454,6 +465,9 @@ class Engine:
         for key in sorted(d.evicted):
             self.tracker.evicted(key)
         applied = self.world.apply(d, t)
+        for key in applied.ungated:
+            self.emit("Pod", *split_key(key), "Normal", "Ungated",
+                      "its queue admitted it: Volcano's queue-admission gate was removed")
         self.totals["pods_bound"] += len(applied.bound)
         self.totals["pods_evicted"] += len(applied.evicted)
         self.totals["reclaims"] += sum(1 for _, r in applied.evicted if evicted_by(r, RECLAIM))

@@ -34,6 +34,7 @@ import yaml
 
 from tidesched.framework.arguments import ConfigError
 from tidesched.framework.config import SchedulerConfig
+from tidesched.framework.features import parse_feature_gates
 from tidesched.model.loader import InputError, Manifest, load_text
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
 from tidesched.sim.events import (
@@ -71,7 +72,7 @@ _TOP_KEYS = {
     "checkRestart",
 }
 _TRACE_KEYS = {"dir", "pods", "compression", "fill", "limit", "seed", "gpuSharing"}
-_SCHEDULER_KEYS = {"config", "configFile", "names"}
+_SCHEDULER_KEYS = {"config", "configFile", "names", "featureGates"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,6 +168,10 @@ def scenario_from_mapping(
         names = [names]
     if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
         raise ScenarioError(f"{source}: scheduler.names: expected a list of scheduler names, got {names!r}")
+    try:
+        features = parse_feature_gates(sched.get("featureGates"))
+    except ValueError as exc:
+        raise ScenarioError(f"{source}: scheduler.featureGates: {exc}") from None
     config: SchedulerConfig | None = None
     config_source = "<volcano default>"
     try:
@@ -246,6 +251,7 @@ def scenario_from_mapping(
         source=source,
         warnings=warnings,
         check_restart=check_restart,
+        feature_gates=features,
     )
 
 

@@ -24,7 +24,11 @@ WORLD_KINDS = (
     "Pod",
     "PodDisruptionBudget",
     "HyperNode",  # network topology (model.hypernodes); the world only keeps them
+    "ResourceQuota",  # held as given: no quota controller keeps its status.used here
+    "Numatopology",  # held as given: no resource exporter updates it here
 )
+# The world's namespaced kinds (the others are cluster-scoped).
+NAMESPACED_KINDS = frozenset({"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceQuota"})
 
 
 class ScenarioError(ValueError):

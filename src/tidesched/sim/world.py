@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tidesched.framework.decisions import Decisions
+from tidesched.model.gates import QUEUE_ALLOCATION_GATE, only_volcano_gate, raw_gate_names
 from tidesched.model.cache import ClusterCache
 from tidesched.model.objects import DEFAULT_NAMESPACE, GROUP_NAME_ANNOTATION
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
@@ -44,6 +45,7 @@ from tidesched.sim.clock import Clock
 from tidesched.sim.vocabulary import (
     DURATION_ANNOTATION,
     EXIT_CODE_ANNOTATION,
+    NAMESPACED_KINDS,
     WORLD_KINDS,
     ScenarioError,
     parse_duration,
@@ -51,7 +53,7 @@ from tidesched.sim.vocabulary import (
 
 # Simulated t=0 is 2025-01-01T00:00:00Z: timestamps on objects are real RFC 3339 times.
 EPOCH = 1735689600.0
-NAMESPACED = frozenset({"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget"})
+NAMESPACED = NAMESPACED_KINDS
 FINISHED_POD_PHASES = frozenset({"Succeeded", "Failed"})
 
 Listener = Callable[[str, str, "dict[str, Any] | None", "dict[str, Any] | None", str], None]
@@ -213,6 +215,7 @@ class Applied:
     bound: list[tuple[str, str]] = field(default_factory=list)  # (pod key, node)
     evicted: list[tuple[str, str]] = field(default_factory=list)  # (pod key, reason)
     stale: list[str] = field(default_factory=list)  # decisions about pods that changed meanwhile
+    ungated: list[str] = field(default_factory=list)  # pods whose queue-admission gate was lifted
     podgroups_changed: int = 0
 
 
@@ -414,8 +417,8 @@ class World:
         pod = self.get("Pod", key)
         if pod is None or pod_node(pod) or is_deleting(pod) or pod_phase(pod) != "Pending":
             return False
-        if node not in self.objects["Node"]:
-            return False
+        if node not in self.objects["Node"] or spec(pod).get("schedulingGates"):
+            return False  # the API server refuses to bind a pod that still has a scheduling gate
         new = with_section(pod, "spec", nodeName=node)
         if annotations:
             new = with_meta_map(new, "annotations", annotations)
@@ -424,6 +427,20 @@ class World:
         new["status"] = dict(status(pod), phase="Running", startTime=iso(now), conditions=[scheduled])
         self.put("Pod", new)
         self.schedule_finish(key, new)
+        return True
+
+    def remove_gates(self, key: str, names: Iterable[str] | None = None) -> bool:
+        """Lift the pod's scheduling gates of these names (all when None); False when it has
+        none of them."""
+        pod = self.get("Pod", key)
+        gates = spec(pod).get("schedulingGates") if pod is not None else None
+        if not isinstance(gates, list) or not gates:
+            return False
+        wanted = None if names is None else set(names)
+        kept = [g for g in gates if wanted is not None and (not isinstance(g, Mapping) or g.get("name") not in wanted)]
+        if len(kept) == len(gates):
+            return False
+        self.put("Pod", with_section(pod, "spec", schedulingGates=kept))
         return True
 
     def schedule_finish(self, key: str, pod: Mapping[str, Any]) -> None:
@@ -548,6 +565,10 @@ class World:
                 out.bound.append((key, node))
             else:
                 out.stale.append(key)
+        for key in d.ungated:  # as run's gate remover: only while Volcano's gate is the last one
+            pod = self.get("Pod", key)
+            if pod is not None and only_volcano_gate(raw_gate_names(spec(pod))) and self.remove_gates(key, [QUEUE_ALLOCATION_GATE]):
+                out.ungated.append(key)
         settled = self._settled_groups
         for key, phase in sorted(d.podgroups.items()):
             pg = self.get("PodGroup", key)

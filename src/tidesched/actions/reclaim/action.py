@@ -31,8 +31,8 @@ from tidesched.actions.reclaim.gang import GangSafeReclaim
 from tidesched.actions.reclaim.steps import ACTION, eligible, reclaimees, volcano_walk
 from tidesched.actions.evict_domain import constrained, within_best_domain
 from tidesched.actions.starving import starving_turns
+from tidesched.framework.gates import ungated_pending
 from tidesched.framework.statement import Statement
-from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
@@ -76,8 +76,7 @@ def execute(ssn: "Session") -> None:
         gang = GangSafeReclaim(ssn, every_reclaim_by_dec8=victim_order(arguments, plugins) == TIDAL_ORDER)
     turns = starving_turns(ssn)
     queues, reclaimer_jobs = turns.queues, turns.starving
-    reclaimer_tasks = {job.uid: ssn.sort_tasks(job.tasks_with_status(TaskStatus.PENDING))
-                       for job in turns.jobs}
+    reclaimer_tasks = {job.uid: ssn.sort_tasks(ungated_pending(job)) for job in turns.jobs}
 
     while not queues.empty():
         queue = queues.pop()
