@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from cluster import TIDESCHED, VOLCANO, VOLCANO_115_CI_CONF, bound, create_node, events, pod_body, wait_until
-from controlplane import REPO, ApiError
-from volcano import start_controller_manager
+from controlplane import REPO, ApiError, free_port
+from volcano import VolcanoProcess, install_volcano_crds, start_controller_manager
 
 CRD = REPO.parent / "shared" / "volcano-1.15" / "crds" / "topology.volcano.sh_hypernodes.yaml"
 TOPOLOGY = "/apis/topology.volcano.sh/v1alpha1"
@@ -89,7 +89,8 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(TIDESCHED), *args], capture_output=True, text=True, env=env, timeout=120)
 
 
-def test_gangs_held_to_a_leaf_or_a_spine(e2e) -> None:
+def leaf_spine_soft(e2e, start, tidesched: bool) -> None:  # type: ignore[no-untyped-def]
+    """The three gangs of the tree above, with the scheduler ``start()`` starts."""
     api = e2e.api
     install_hypernode_crd(api)
     setup_tree(api)
@@ -98,17 +99,18 @@ def test_gangs_held_to_a_leaf_or_a_spine(e2e) -> None:
     for i in (0, 1, 2, 3, 4, 6):
         occupy(api, ns, f"kwok-node-{i}", "5")
     wait_until(lambda: len(e2e.kubelet.started) >= 6, 30, "the occupying pods to run")
-    sched = e2e.scheduler(VOLCANO_115_CI_CONF)
+    conf = start()
 
     # Two pods of 5 CPUs held to one leaf: no leaf has two nodes with 5 free. It waits.
     leaf = gang(api, ns, "leaf", 2, "5", {"mode": "hard", "highestTierAllowed": 1})
     wait_until(lambda: events(api, ns, leaf[0], "FailedScheduling"), 30, "the leaf gang's FailedScheduling")
     time.sleep(2)
     assert not set(leaf) & set(bound(api, ns))
-    res = cli("explain", f"{ns}/podgroup/leaf", "--kubeconfig", str(e2e.installed.kubeconfig), "--config", str(sched.conf))
-    assert res.returncode == 0, res.stderr
-    assert "Network topology: hard, tier 1; applied: within one HyperNode of tier ≤ 1." in res.stdout, res.stdout
-    assert "Waiting for a domain: no tier-1 HyperNode" in res.stdout, res.stdout
+    if tidesched:
+        res = cli("explain", f"{ns}/podgroup/leaf", "--kubeconfig", str(e2e.installed.kubeconfig), "--config", str(conf))
+        assert res.returncode == 0, res.stderr
+        assert "Network topology: hard, tier 1; applied: within one HyperNode of tier ≤ 1." in res.stdout, res.stdout
+        assert "Waiting for a domain: no tier-1 HyperNode" in res.stdout, res.stdout
 
     # The same pods allowed a spine: s5 holds them (n5 and n7), not s4 (no node there has 5 free).
     for n in leaf:
@@ -118,13 +120,57 @@ def test_gangs_held_to_a_leaf_or_a_spine(e2e) -> None:
     wait_until(lambda: set(spine) <= set(bound(api, ns)), 30, "the spine gang to bind")
     assert {bound(api, ns)[n] for n in spine} == {"kwok-node-5", "kwok-node-7"}
 
-    # A soft gang of two 3-CPU pods: the lowest HyperNode with room, one leaf (3 CPUs left on
-    # n0..n4 and n6, one pod each): a leaf, not two.
+    # A soft gang of two 3-CPU pods: every node has 3 CPUs left, so the lowest HyperNode with
+    # room is a leaf: both pods in one leaf, not two.
     soft = gang(api, ns, "soft", 2, "3", {"mode": "soft"})
     wait_until(lambda: set(soft) <= set(bound(api, ns)), 30, "the soft gang to bind")
     nodes = sorted(bound(api, ns)[n] for n in soft)
     leaves = {int(n.rsplit("-", 1)[1]) // 2 for n in nodes}
     assert len(leaves) == 1, nodes
+
+
+def test_gangs_held_to_a_leaf_or_a_spine(e2e) -> None:
+    def start() -> Path:
+        return e2e.scheduler(VOLCANO_115_CI_CONF).conf
+
+    leaf_spine_soft(e2e, start, tidesched=True)
+
+
+def test_vc_scheduler_v1_15_1_decides_the_same(e2e) -> None:
+    """The same objects under vc-scheduler v1.15.1 (Volcano's CI config), the reference."""
+    volcano = volcano_115()
+    if volcano is None:
+        if os.environ.get("CI"):
+            raise AssertionError("Volcano v1.15.1 is needed in CI: ../shared/volcano-1.15/unpack")
+        pytest.skip("Volcano v1.15.1 not found (../shared/volcano-1.15)")
+    install_volcano_crds(e2e.api, volcano, replace=False)
+    procs = []
+
+    def start() -> Path:
+        conf = e2e.tmp / "vc-scheduler.conf"
+        conf.write_text(VOLCANO_115_CI_CONF)
+        procs.append(start_vc_scheduler_115(e2e, volcano, conf))
+        return conf
+
+    try:
+        leaf_spine_soft(e2e, start, tidesched=False)
+    finally:
+        for p in procs:
+            p.stop()
+
+
+def start_vc_scheduler_115(e2e, volcano: Path, conf: Path) -> VolcanoProcess:  # type: ignore[no-untyped-def]
+    """vc-scheduler v1.15.1 as its README says it starts here (no leader election), healthy on return."""
+    port = free_port()
+    kubeconfig = e2e.cp.kubeconfig(e2e.tmp / "vc-admin-115.kubeconfig", e2e.cp.admin_token, user="volcano")
+    cmd = [str(volcano / "vc-scheduler"), f"--kubeconfig={kubeconfig}", f"--scheduler-conf={conf}",
+           "--leader-elect=false", f"--listen-address=127.0.0.1:{free_port()}", "--enable-healthz",
+           f"--healthz-address=127.0.0.1:{port}"]
+    proc = VolcanoProcess("vc-scheduler-1.15.1", cmd, e2e.tmp / "vc-scheduler-115.log", port)
+    with open(proc.log, "ab") as out:
+        proc.popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                      env={**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
+    return proc.wait_healthy(60)
 
 
 def test_a_hypernode_cycle_is_a_warning_and_holds_only_constrained_gangs(e2e) -> None:
