@@ -93,7 +93,7 @@ class NetworkTopologyAwarePlugin(Plugin):
         self._tiers = np.array([topo.tier_of(n) for n in topo.names], dtype=np.int64)
         # Binpacked columns and their weights.
         self.cols = {name: table.dim_index[name] for name in self.binpack if name in table.dim_index}
-        self._total_tier_weight = 0.0
+        self._total_tier_weight = self._flat_weight = 0.0
         self._normal_tiers = self._tier_rows() if self.normal_enable else []
         self._requests: dict[str, dict[int, float]] = {}
 
@@ -111,8 +111,9 @@ class NetworkTopologyAwarePlugin(Plugin):
         ssn.add_fn("hypernode_order", self.name, self.hypernode_scores)
         ssn.add_fn("node_order", self.name, self.node_scores)
         # Row-local only where the score cannot tell nodes apart: no HyperNodes but the top, for
-        # a pod without a constraint (every node shares the one HyperNode), or normal-pod
-        # bin-packing off. Elsewhere the scores move with every placement in a HyperNode.
+        # a pod without a constraint (every node shares the one HyperNode: the same score for
+        # all, which changes no choice, so 0 stands in for it), or normal-pod bin-packing off.
+        # Elsewhere the scores move with every placement in a HyperNode.
         flat = not topo.tree.has_hypernodes or not self.normal_enable
         ssn.add_row_fn("node_order", self.name, RowFn(
             lambda task: ("nta-flat",) if flat and task.job not in topo.mode else None,
@@ -313,33 +314,32 @@ class NetworkTopologyAwarePlugin(Plugin):
 
     def _tier_rows(self) -> list[tuple[float, np.ndarray]]:
         """Per tier from the lowest up to the top (every tier number between): its weight
-        ``fading^(tier-1)`` and, per row, the HyperNode of that tier holding it (-1: none). The
-        top's own term is left out: every node is in it, so it adds the same to every node's
-        score and never changes which node is best."""
+        ``fading^(tier-1)`` and, per row, the HyperNode of that tier holding it (-1: none; the
+        first by name where HyperNodes overlap). Tiers no node is in are left out: they add 1 ×
+        weight to every node alike (``_flat_weight``)."""
         topo, table = self.ssn.topology, self.ssn.table
         out = []
         for tier in range(self.min_tier, self.max_tier + 1):
             of_row = np.full(len(table), -1, dtype=np.int64)
-            if tier != topo.top_tier:
-                for name in sorted(topo.names, reverse=True):  # the first by name wins
-                    if topo.tier_of(name) == tier:
-                        of_row[topo.rows[topo.index[name]]] = topo.index[name]
+            for name in sorted(topo.names, reverse=True):  # the first by name wins
+                if topo.tier_of(name) == tier:
+                    of_row[topo.rows[topo.index[name]]] = topo.index[name]
             out.append((self.fading ** (tier - 1), of_row))
         self._total_tier_weight = sum(w for w, _ in out)
+        self._flat_weight = sum(w for w, of_row in out if not (of_row >= 0).any())
         return [(w, of_row) for w, of_row in out if (of_row >= 0).any()]
 
     def _normal_scores(self, task: "TaskInfo", idx: np.ndarray) -> np.ndarray:
         """Volcano's normal-pod bin-packing: per tier, the bin-packing of the node's HyperNode of
-        that tier (1 where it has none), weighted; up to the constant of the top tier."""
+        that tier (1 where it has none), weighted by ``fading^(tier-1)``, over the weights' sum."""
         if not self.normal_enable or self._total_tier_weight <= 0:
             return np.zeros(len(idx))
         assert task.req_vec is not None
         request = {col: float(task.req_vec[col]) for name in task.resreq.resource_names()
                    if (col := self.cols.get(name)) is not None}
-        all_hn = self._binpack_many(np.arange(len(self.alloc)), request) if self._normal_tiers else None
-        out = np.zeros(len(idx))
+        all_hn = self._binpack_many(np.arange(len(self.alloc)), request)
+        out = np.full(len(idx), float(self._flat_weight))
         for w, of_row in self._normal_tiers:
             hs = of_row[idx]
-            assert all_hn is not None
             out += w * np.where(hs >= 0, all_hn[np.maximum(hs, 0)], 1.0)
         return out / self._total_tier_weight
