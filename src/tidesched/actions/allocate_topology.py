@@ -234,7 +234,8 @@ def allocate_gang(
     saved_sub = topo.sub_domain.get(job.uid, "")
     try:
         for group in ssn.hypernode_gradient(job, topo.top, PURPOSE_ALLOCATE):
-            leaves_only = not EXHAUSTIVE and all(not topo.tree.infos[n].children for n in group if n in topo.tree.infos)
+            # A gradient's group is one tier: HyperNodes without children if that tier has none.
+            leaves_only = not EXHAUSTIVE and bool(group) and topo.childless_tier(topo.tier_of(group[0]))
             results: dict[str, float] = {}
             hopeless = _hopeless(ssn, job, tasks, group) if leaves_only else set()
             for level in (_ranked(ssn, job, group) if leaves_only else [sorted(group)]):
@@ -270,8 +271,7 @@ def _hopeless(ssn: "Session", job: "JobInfo", tasks: list["TaskInfo"], group: li
     k = _still_needed(ssn, job)
     if k <= 0 or not tasks or not topo.leaves_disjoint or not _alike(tasks):
         return set()
-    lowest = topo.tree.tiers[0]
-    if any(topo.tier_of(n) != lowest for n in group):
+    if topo.tier_of(group[0]) != topo.tree.tiers[0]:  # a group is one tier
         return set()
     room = _room(ssn, tasks[0])
     has_leaf = topo.leaf >= 0

@@ -55,6 +55,7 @@ class SessionTopology:
         self.sub_domain: dict[str, str] = {}
         self.current: dict[str, str] = {}  # a gang's domain while its tasks are being placed
         self._masks: dict[str, np.ndarray] = {}
+        self._childless: dict[int, bool] = {}
         self.waiting: dict[str, str] = {}  # job uid -> why no HyperNode took it, in topology terms
         # Set while a topology-aware reclaim or preempt tries one HyperNode: the only nodes
         # its victims and the reclaimer's pods may be on.
@@ -163,6 +164,14 @@ class SessionTopology:
 
     def tier_of(self, name: str) -> int:
         return self.tree.tier_of(name)
+
+    def childless_tier(self, tier: int) -> bool:
+        """Whether no HyperNode of ``tier`` has a HyperNode under it."""
+        got = self._childless.get(tier)
+        if got is None:
+            got = self._childless[tier] = not any(
+                i.children for n, i in self.tree.infos.items() if i.tier == tier and n != self.top)
+        return got
 
     def leaf_name(self, row: int) -> str:
         i = self.leaf[row]

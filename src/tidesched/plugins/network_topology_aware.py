@@ -141,10 +141,11 @@ class NetworkTopologyAwarePlugin(Plugin):
             return []
         eligible: dict[int, list[str]] = {}
         if root == topo.top and not domain:
-            # Every HyperNode is under the top: one comparison over all of them.
+            # Every HyperNode is under the top: one comparison over all of them, grouped by tier
+            # (``names`` is in name order, so each group is too).
             ok = self._eligible_all(need, purpose) & (self._tiers <= highest)
-            for i in np.flatnonzero(ok).tolist():
-                eligible.setdefault(int(self._tiers[i]), []).append(topo.names[i])
+            for tier in np.unique(self._tiers[ok]).tolist():
+                eligible[int(tier)] = [topo.names[i] for i in np.flatnonzero(ok & (self._tiers == tier)).tolist()]
             return self._ordered(eligible, purpose)
         queue, seen = [root], {root}
         while queue:
