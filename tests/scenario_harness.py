@@ -10,6 +10,7 @@ Format (one scenario per YAML document; a file may hold many)::
       tiers: ...
     now: "2024-01-01T00:10:00Z"    # the session's time (RFC 3339); default: the epoch
     feature_gates: "SchedulingGatesQueueAdmission=true"   # as --feature-gates (default: none set)
+    ignored_provisioners: [...]    # vc-scheduler's --ignored-provisioners (docs/volumes.md)
     objects: [ ...manifests... ]   # pods without schedulerName get "volcano"
     expect:
       bound: {ns/pod: node}        # exact; {} when omitted
@@ -22,6 +23,7 @@ Format (one scenario per YAML document; a file may hold many)::
       podgroup_conditions: {ns/pg: [{type: Unschedulable, reason: GangTimeout}]}  # each present
       pod_condition_reasons: {ns/pod: GangTimeout}  # exact, when given
       ungated: [ns/pod]            # pods whose queue-admission gate goes; exact, [] when omitted
+      volume_bindings: {ns/pod: {node: n1, static: {pv: ns/claim}, provision: [ns/claim]}}  # exact, when given
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def run_scenario(doc: dict[str, Any]) -> Decisions:
         manifests.append(Manifest(f"objects[{i}]", obj))
     now = parse_time(doc["now"], "now") if doc.get("now") else 0.0
     features = parse_feature_gates(doc.get("feature_gates"))
-    _ssn, decisions = schedule_manifests(manifests, config, now=now, features=features)
+    ignored = doc.get("ignored_provisioners") or ()
+    _ssn, decisions = schedule_manifests(manifests, config, now=now, features=features, ignored_provisioners=ignored)
     return decisions
 
 
@@ -99,6 +102,8 @@ def check_expectations(doc: dict[str, Any], decisions: Decisions) -> list[str]:
         problems.append(
             f"pod_condition_reasons: expected {expect['pod_condition_reasons']}, got {decisions.pod_condition_reasons}"
         )
+    if "volume_bindings" in expect and out.get("volume_bindings", {}) != (expect["volume_bindings"] or {}):
+        problems.append(f"volume_bindings: expected {expect['volume_bindings']}, got {out.get('volume_bindings', {})}")
     for ev in expect.get("events") or []:
         if not any(_event_matches(ev, e) for e in out["events"]):
             problems.append(f"missing event {ev}; events were: {out['events']}")

@@ -133,6 +133,9 @@ def test_rbac_allows_every_call_the_scheduler_makes(tmp_path: Path) -> None:
         ("GET", "/apis/coordination.k8s.io/v1/namespaces/volcano-system/leases/vc-scheduler"),
         ("POST", "/apis/coordination.k8s.io/v1/namespaces/volcano-system/leases"),
         ("PUT", "/apis/coordination.k8s.io/v1/namespaces/volcano-system/leases/vc-scheduler"),
+        # volume_binder.py: a pod's volumes bound before its Binding (a PV's claimRef, a claim's node)
+        ("PUT", "/api/v1/persistentvolumes/pv-1"),
+        ("PUT", "/api/v1/namespaces/ns/persistentvolumeclaims/data"),
     }
     needed = {n for m, p in calls for n in _needed(m, p)}
     assert not needed - allowed, needed - allowed  # every call the scheduler makes is allowed

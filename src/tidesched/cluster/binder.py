@@ -13,6 +13,11 @@ limiter. Answers are handled on that loop:
 * anything else, or retries exhausted → forgotten (its resources freed in the cache), a
   ``FailedScheduling`` Warning event, and the pod is simply pending for the next session.
 
+A pod whose decision carries a :class:`~tidesched.model.volumes.VolumePlan` has its volumes
+bound first (:mod:`~tidesched.cluster.volume_binder`: PVs given their claims, claims their node
+to provision on, then the wait for the PV controller); the Binding is sent when that is done,
+and a failure there is handled as a failed bind.
+
 A restart loses nothing: assumptions live only in memory and the cluster's pods are the truth;
 the API server refuses a second binding of a bound pod, so no pod is ever bound twice (REL-3).
 """
@@ -27,7 +32,9 @@ from typing import Any, Callable, Mapping
 from tidesched.cluster.api import Cancelled, Kube, error_message, is_transient, status_of
 from tidesched.cluster.status import EventRecorder
 from tidesched.cluster.store import POD, ClusterStore
+from tidesched.cluster.volume_binder import VolumePreBinder
 from tidesched.cluster.workers import InFlight
+from tidesched.model.volumes import VolumePlan
 
 log = logging.getLogger("tidesched.cluster.binder")
 
@@ -74,14 +81,20 @@ class Binder:
         self.dropped = 0
         self._in_flight = InFlight()
         self._stopped = False
+        self.volumes = VolumePreBinder(kube, store, may_send=self._allowed, owner=self, max_active=workers)
 
     def start(self) -> None:
         """Nothing to start: the connection's call loop starts with the first call."""
 
-    def submit(self, binds: Mapping[str, str], annotations: Mapping[str, Mapping[str, str]] | None = None) -> int:
-        """Assume and send the session's binds (with the ``annotations`` a bind carries, by pod
-        key); returns how many were sent. Pods already in flight, already bound or gone are
-        skipped."""
+    def submit(
+        self,
+        binds: Mapping[str, str],
+        annotations: Mapping[str, Mapping[str, str]] | None = None,
+        volumes: Mapping[str, VolumePlan] | None = None,
+    ) -> int:
+        """Assume and send the session's binds (with the ``annotations`` a bind carries and the
+        ``volumes`` it binds first, by pod key); returns how many were sent. Pods already in
+        flight, already bound or gone are skipped."""
         queued = 0
         for key, node in sorted(binds.items()):
             pod = self.store.get(POD, key)
@@ -92,9 +105,23 @@ class Binder:
             if not self.store.assume(key, node, uid, extra):
                 continue
             self._in_flight.add()
-            self._send(BindRequest(key, node, uid, extra), 0, time.monotonic(), 0.0)
+            req, t0 = BindRequest(key, node, uid, extra), time.monotonic()
+            plan = (volumes or {}).get(key)
+            if plan is None:
+                self._send(req, 0, t0, 0.0)
+            else:
+                self.volumes.start(key, uid, plan, lambda error, r=req, t=t0: self._prebound(r, t, error))
             queued += 1
         return queued
+
+    def _prebound(self, req: BindRequest, t0: float, error: str | None) -> None:
+        """The pod's volumes are bound (error None): its Binding goes; else the bind is given up."""
+        if error is None:
+            self._send(req, 0, t0, 0.0)
+        elif error == "cancelled":
+            self._drop(req)
+        else:
+            self._failed(req, None, t0, error)
 
     # -- the calls and their answers (on the call loop) ------------------------------------
 
@@ -154,10 +181,12 @@ class Binder:
             self.recorder.record_scheduled(req.key, req.node)
         self._done()
 
-    def _failed(self, req: BindRequest, exc: BaseException | None, t0: float) -> None:
+    def _failed(
+        self, req: BindRequest, exc: BaseException | None, t0: float, reason: str | None = None
+    ) -> None:
         self.store.forget(req.key)
         self.failed += 1
-        msg = error_message(exc) if exc else "unknown error"
+        msg = reason or (error_message(exc) if exc else "unknown error")
         log.warning("binding %s to %s failed: %s", req.key, req.node, msg)
         if self.on_result:
             self.on_result("error", time.monotonic() - t0, req.key)
@@ -203,3 +232,4 @@ class Binder:
         """Send nothing more; binds not yet sent are dropped as they come due."""
         self._stopped = True
         self.cancel_queued()
+        self.volumes.stop()

@@ -12,7 +12,9 @@ The :class:`ClusterStore` holds the objects plus the adapter's own *overlays*: p
 bound (a bind is in flight or done but not yet seen on the watch) and pods being evicted. The
 snapshot handed to the scheduling core sees them as Bound / Releasing, so the next session does
 not place a pod twice or count a node's resources as free twice; the watch confirms (the
-overlay is dropped when the API object shows it) and failures forget them.
+overlay is dropped when the API object shows it) and failures forget them. Storage objects a
+bind is writing (a PV given its claim, a claim given its node) are overlaid the same way
+(:meth:`ClusterStore.assume_object`), as kube-scheduler's assume cache does.
 
 ``synced()`` is true only once every informer has completed its first full list: the runner
 never schedules from a partial node list (seed ``002``).
@@ -43,6 +45,7 @@ NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, QUOTA, NUMATOPO, HYPERNODE = (
     "Numatopology",
     "HyperNode",
 )
+PVC, PV, STORAGE_CLASS, CSI_NODE = "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode"
 VOLCANO_GROUP, VOLCANO_VERSION = "scheduling.volcano.sh", "v1beta1"
 TOPOLOGY_GROUP_VERSION = "topology.volcano.sh/v1alpha1"  # HyperNodes (Volcano's CRD; optional)
 
@@ -75,6 +78,11 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType(QUOTA, "v1", True, "/api/v1/resourcequotas"),  # the resourcequota plugin
         # the numa-aware plugin; Volcano's chart installs the CRD, a cluster without it has none
         ResourceType(NUMATOPO, "nodeinfo.volcano.sh/v1alpha1", False, "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies", optional=True),
+        # Storage, for the predicates' volume checks and the volume binding before a pod's bind
+        ResourceType(PVC, "v1", True, "/api/v1/persistentvolumeclaims"),
+        ResourceType(PV, "v1", False, "/api/v1/persistentvolumes"),
+        ResourceType(STORAGE_CLASS, "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1/storageclasses"),
+        ResourceType(CSI_NODE, "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1/csinodes"),
         ResourceType(HYPERNODE, TOPOLOGY_GROUP_VERSION, False, f"/apis/{TOPOLOGY_GROUP_VERSION}/hypernodes", optional=True),
     )
 }
@@ -113,6 +121,9 @@ class ClusterStore:
     version: int = 0  # bumped on every change; lets waiters notice progress
     # Whose pods count as work (``--scheduler-name``); None: every pod.
     scheduler_names: frozenset[str] | None = None
+    # (kind, key) -> the object as a bind in flight is writing it (a PV with its claimRef, a claim
+    # with its selected node), shown instead of the API's until the watch brings another version.
+    assumed_objects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.objects = {k: {} for k in self.kinds}
@@ -147,6 +158,8 @@ class ClusterStore:
                     self._confirm(key, items.get(key))
                 for key in list(self.releasing):
                     self._confirm_release(key, items.get(key))
+            for k, key in [ak for ak in self.assumed_objects if ak[0] == kind]:
+                self._confirm_object(k, key, items.get(key))
             self._synced.add(kind)
             self._changed()
 
@@ -183,6 +196,8 @@ class ClusterStore:
                     self._confirm(key, current)
                 if key in self.releasing:
                     self._confirm_release(key, current)
+            if (kind, key) in self.assumed_objects:
+                self._confirm_object(kind, key, current)
             self._changed()
 
     def _track(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
@@ -225,6 +240,13 @@ class ClusterStore:
         if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
             del self.releasing[key]
             self.released_at.pop(key, None)
+
+    def _confirm_object(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
+        """Another version of an assumed object came from the API (ours, or someone else's that
+        our write will conflict with): the API object is the truth again."""
+        assumed = self.assumed_objects[(kind, key)]
+        if obj is None or _version(obj) != _version(assumed):
+            del self.assumed_objects[(kind, key)]
 
     def _changed(self) -> None:
         self.version += 1
@@ -278,7 +300,8 @@ class ClusterStore:
             out: list[dict[str, Any]] = []
             for kind in self.kinds:
                 if kind != POD:
-                    out.extend(self.objects[kind].values())
+                    assumed = self.assumed_objects
+                    out.extend(assumed.get((kind, key), obj) for key, obj in self.objects[kind].items())
             out.extend(self._overlaid(key, pod) for key, pod in self.objects.get(POD, {}).items())
             return out
 
@@ -293,6 +316,8 @@ class ClusterStore:
                     obj = objects.get(key)
                     if obj is not None and kind == POD:
                         obj = self._overlaid(key, obj)
+                    elif obj is not None:
+                        obj = self.assumed_objects.get((kind, key), obj)
                     out.append((kind, key, obj))
                 keys.clear()
             return out
@@ -350,6 +375,20 @@ class ClusterStore:
     def is_assumed(self, key: str) -> bool:
         with self._cond:
             return key in self.assumed
+
+    def assume_object(self, kind: str, key: str, obj: dict[str, Any]) -> None:
+        """Show ``obj`` (a changed copy of the object held, with its resourceVersion) until the
+        watch brings another version or :meth:`forget_object`."""
+        with self._cond:
+            self.assumed_objects[(kind, key)] = obj
+            self._dirty[kind].add(key)
+            self._changed()
+
+    def forget_object(self, kind: str, key: str) -> None:
+        with self._cond:
+            if self.assumed_objects.pop((kind, key), None) is not None:
+                self._dirty[kind].add(key)
+                self._changed()
 
     def mark_releasing(self, key: str, ttl: float) -> bool:
         with self._cond:
@@ -409,6 +448,10 @@ class ClusterStore:
             if gone or rel:
                 self._changed()
             return gone
+
+
+def _version(obj: dict[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("resourceVersion")
 
 
 def _waiting_pod(pod: dict[str, Any], names: frozenset[str] | None) -> bool:

@@ -36,6 +36,7 @@ from tidesched.model.resource import Resource
 from tidesched.model.snapshot import (
     _PARSERS,
     DEFAULT_SCHEDULER_NAME,
+    VOLUME_KINDS,
     ClusterSnapshot,
     default_queue,
     synthesize_podgroup,
@@ -54,9 +55,11 @@ from tidesched.model.state import (
     queue_not_found,
 )
 from tidesched.model.status import TaskStatus
+from tidesched.model.volumes import VolumeCatalog
 
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota", "Numatopology", "HyperNode")
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota"})
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota", "Numatopology",
+         *VOLUME_KINDS, "HyperNode")
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"})
 
 # Short ways to parse a copy-on-write status write of the object parsed last (None: parse it all).
 _REPARSERS = {"Pod": reparse_pod, "PodGroup": reparse_podgroup}
@@ -69,8 +72,11 @@ class ClusterCache:
         *,
         synthesize_podgroups: bool = True,
         ensure_default_queue: bool = True,
+        ignored_provisioners: Iterable[str] = (),
     ) -> None:
         self.ours = frozenset(scheduler_names)
+        self.ignored_provisioners = frozenset(ignored_provisioners)
+        self._catalog: tuple[tuple[int, ...], VolumeCatalog] | None = None
         self.synthesize = synthesize_podgroups
         self.ensure_default_queue = ensure_default_queue
         self.generation = 0  # moves on every change that reached a record
@@ -191,7 +197,8 @@ class ClusterCache:
         elif kind in ("Queue", "PriorityClass"):
             if kind == "PriorityClass" or old is None or record is None:
                 self._rebuild = True  # job membership or every priority may change
-        # PodDisruptionBudgets, ResourceQuotas, Numatopologies: only the snapshot lists hold them.
+        # PodDisruptionBudgets, ResourceQuotas, Numatopologies and the storage kinds: only the
+        # snapshot lists hold them.
 
     # -- pods and groups ----------------------------------------------------------------
 
@@ -399,7 +406,18 @@ class ClusterCache:
             resource_quotas=list(self._list("ResourceQuota")),
             numatopologies=list(self._list("Numatopology")),
             problems=[self._problems[k] for k in sorted(self._problems)],
+            **{attr: list(self._list(kind)) for kind, attr in VOLUME_KINDS.items()},
+            ignored_provisioners=self.ignored_provisioners,
+            catalog=self._volume_catalog(),
         )
+
+    def _volume_catalog(self) -> VolumeCatalog:
+        """The storage objects' catalog, made again only when one of them changed."""
+        revs = tuple(self._rev[kind] for kind in VOLUME_KINDS)
+        if self._catalog is None or self._catalog[0] != revs:
+            lists = [self._list(kind) for kind in VOLUME_KINDS]
+            self._catalog = (revs, VolumeCatalog(*lists, ignored_provisioners=self.ignored_provisioners))
+        return self._catalog[1]
 
     def problems(self) -> list[Event]:
         """Warning events of the malformed objects held now (every session reports them too)."""

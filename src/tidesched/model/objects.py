@@ -44,6 +44,7 @@ from tidesched.model.resource import PODS, Resource
 from tidesched.model.resource_quota import ResourceList, resource_list
 from tidesched.model.status import PodGroupPhase, QueueState, TaskStatus
 from tidesched.model.vgpu import NodeDevices, PodAssignment, VgpuRequest, node_devices, pod_assignment, pod_request
+from tidesched.model.volumes import PodVolume, pod_volumes
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 KUBELET_DEFAULT_MAX_PODS = 110  # the kubelet's --max-pods default, registered as allocatable pods
@@ -171,6 +172,8 @@ class Pod:
     claims: tuple[PodClaim, ...] = ()
     # spec.schedulingGates' names: while any is there the pod is not scheduled (model.gates)
     scheduling_gates: tuple[str, ...] = ()
+    # spec.volumes that use PersistentVolumeClaims (model/volumes.py)
+    volumes: tuple[PodVolume, ...] = ()
     # when the PodScheduled condition turned True (0: not scheduled), for cdp's cooldown
     scheduled_time: float = 0.0
 
@@ -330,6 +333,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         vgpu_assignment=pod_assignment(meta.annotations) if vgpu is not None else None,
         claims=pod_claims(spec, status),
         scheduling_gates=parse_scheduling_gates(spec),
+        volumes=pod_volumes(spec, meta.name),
         scheduled_time=scheduled_time(status),
     )
 

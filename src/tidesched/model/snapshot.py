@@ -36,6 +36,17 @@ from tidesched.model.numatopology import Numatopology, parse_numatopology
 from tidesched.model.resource_quota import ResourceQuota, parse_resource_quota
 from tidesched.model.resource import Resource
 from tidesched.model.status import PodGroupPhase, QueueState
+from tidesched.model.volumes import (
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeCatalog,
+    parse_csi_node,
+    parse_pv,
+    parse_pvc,
+    parse_storage_class,
+)
 
 DEFAULT_SCHEDULER_NAME = "volcano"
 
@@ -49,10 +60,22 @@ _PARSERS = {
     "HyperNode": parse_hypernode,  # topology.volcano.sh (model.hypernodes)
     "ResourceQuota": parse_resource_quota,
     "Numatopology": parse_numatopology,
+    # Storage (model/volumes.py): what the predicates' volume checks read
+    "PersistentVolumeClaim": parse_pvc,
+    "PersistentVolume": parse_pv,
+    "StorageClass": parse_storage_class,
+    "CSINode": parse_csi_node,
 }
 PARSERS = _PARSERS  # kind -> parse function (raises ObjectError naming the field)
 # Namespaced kinds: their identity (duplicates) is ``namespace/name``.
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota"})
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"})
+# The storage kinds and the ClusterSnapshot list each goes to.
+VOLUME_KINDS = {
+    "PersistentVolumeClaim": "pvcs",
+    "PersistentVolume": "pvs",
+    "StorageClass": "storage_classes",
+    "CSINode": "csi_nodes",
+}
 # Kinds a scheduler snapshot does not use but that legitimately appear beside the ones it
 # does (the simulator's controllers read some of them).
 IGNORED_KINDS = frozenset(
@@ -107,6 +130,21 @@ class ClusterSnapshot:
     node_usage: dict[str, NodeUsage] = field(default_factory=dict)
     problems: list[Event] = field(default_factory=list)  # malformed objects, skipped
     ignored: list[str] = field(default_factory=list)  # sources of objects of unused kinds
+    pvcs: list[PersistentVolumeClaim] = field(default_factory=list)
+    pvs: list[PersistentVolume] = field(default_factory=list)
+    storage_classes: list[StorageClass] = field(default_factory=list)
+    csi_nodes: list[CSINode] = field(default_factory=list)
+    # ``--ignored-provisioners``: whose volumes Volcano's cache does not count against attach limits
+    ignored_provisioners: frozenset[str] = frozenset()
+    catalog: VolumeCatalog | None = None  # made on first use (the cluster cache hands its own)
+
+    def volumes(self) -> VolumeCatalog:
+        """The storage objects as a :class:`VolumeCatalog`, made once."""
+        if self.catalog is None:
+            self.catalog = VolumeCatalog(
+                self.pvcs, self.pvs, self.storage_classes, self.csi_nodes, self.ignored_provisioners
+            )
+        return self.catalog
 
 
 def _kind_for_event(kind: str) -> str:
@@ -180,11 +218,12 @@ def build_snapshot(
     synthesize_podgroups: bool = True,
     ensure_default_queue: bool = True,
     strict_kinds: bool = True,
+    ignored_provisioners: Iterable[str] = (),
 ) -> ClusterSnapshot:
     """Parse raw objects into a snapshot. Malformed objects are skipped and reported as
     Warning events in ``problems``; an unknown kind raises UnknownKindError when
     ``strict_kinds`` (the CLI) and is reported otherwise."""
-    snap = ClusterSnapshot()
+    snap = ClusterSnapshot(ignored_provisioners=frozenset(ignored_provisioners))
     ours = set(scheduler_names)
     seen: dict[tuple[str, str], str] = {}
     for item in manifests:
@@ -241,6 +280,8 @@ def build_snapshot(
             snap.resource_quotas.append(record)  # type: ignore[arg-type]
         elif kind == "Numatopology":
             snap.numatopologies.append(record)  # type: ignore[arg-type]
+        elif kind in VOLUME_KINDS:
+            getattr(snap, VOLUME_KINDS[kind]).append(record)
         else:
             snap.priority_classes.append(record)  # type: ignore[arg-type]
 
@@ -272,5 +313,13 @@ def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
         snap.resource_quotas = [q for q in snap.resource_quotas if q.key != key]
     elif kind == "Numatopology":
         snap.numatopologies = [t for t in snap.numatopologies if t.key != key]
+    elif kind in VOLUME_KINDS:
+        attr = VOLUME_KINDS[kind]
+        setattr(snap, attr, [r for r in getattr(snap, attr) if _volume_key(r) != key])
     else:
         snap.priority_classes = [p for p in snap.priority_classes if p.name != key]
+
+
+def _volume_key(record: object) -> str:
+    key = getattr(record, "key", None)
+    return key if isinstance(key, str) else str(getattr(record, "name", ""))

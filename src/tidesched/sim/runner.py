@@ -40,7 +40,7 @@ import orjson
 
 from tidesched.framework.decisions import Decisions
 from tidesched.framework.reasons import PREEMPT, RECLAIM, evicted_by
-from tidesched.model.snapshot import build_snapshot
+from tidesched.model.snapshot import VOLUME_KINDS, build_snapshot
 from tidesched.model.state import build_state
 from tidesched.scheduler import config_from_file, run_session
 from tidesched.sim.clock import Clock
@@ -139,6 +139,7 @@ class Engine:
             eviction_grace=scenario.eviction_grace,
             deletion_grace=scenario.deletion_grace,
             duration_jitter=scenario.duration_jitter,
+            ignored_provisioners=scenario.ignored_provisioners,
         )
         self.controllers = Controllers(self.world, self.emit, scenario.finished_ttl)
         self.accounting = Accounting(self.world)
@@ -432,11 +433,13 @@ class Engine:
         """REL-3: a scheduler restarted now — state rebuilt from the objects alone — decides
         exactly what the running one (on its incremental cache) decided."""
         world = self.world
-        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget", "ResourceQuota", "Numatopology")
+        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget",
+                                    "ResourceQuota", "Numatopology", *VOLUME_KINDS)
                    for _key, obj in world.items(kind)]
         try:
             snapshot = build_snapshot(objects, scheduler_names=self.sc.scheduler_names,
-                                      synthesize_podgroups=False, strict_kinds=False)
+                                      synthesize_podgroups=False, strict_kinds=False,
+                                      ignored_provisioners=self.sc.ignored_provisioners)
             fresh = _session(snapshot, self.config, scheduler_names=self.sc.scheduler_names,
                              uid=f"session-{n}", now=EPOCH + t, state=build_state(snapshot, self.sc.scheduler_names),
                              features=self.sc.feature_gates)

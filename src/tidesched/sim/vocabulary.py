@@ -26,9 +26,15 @@ WORLD_KINDS = (
     "HyperNode",  # network topology (model.hypernodes); the world only keeps them
     "ResourceQuota",  # held as given: no quota controller keeps its status.used here
     "Numatopology",  # held as given: no resource exporter updates it here
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
 )
 # The world's namespaced kinds (the others are cluster-scoped).
-NAMESPACED_KINDS = frozenset({"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceQuota"})
+NAMESPACED_KINDS = frozenset(
+    {"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"}
+)
 
 
 class ScenarioError(ValueError):
