@@ -447,6 +447,8 @@ class ClusterCache:
         if self._tree is None:
             self._tree = self._hypernodes.tree(table.names)
         events.extend(self._tree.problems)
+        if len(self._domains) > len(self._jobs):  # gangs gone: their domains go too
+            self._domains = {k: v for k, v in self._domains.items() if k in self._jobs}
         queues = {q.name: queue_info(q) for q in snapshot.queues}
         queues = dict(sorted(queues.items()))
         for pg in snapshot.podgroups:
