@@ -57,3 +57,28 @@ def test_some_worlds_place_constrained_gangs(seed: int) -> None:
     # The property above must not pass vacuously: these worlds bind gang pods under constraints.
     bound = decide(world(seed), exhaustive=False)["bound"]
     assert any(k.startswith("ns/g") for k in bound)
+
+
+def test_gang_eviction_domains_come_from_the_eviction_gradient() -> None:
+    """gangpreempt/gangreclaim (Volcano GetCandidateDomains): a hard tier-1 gang looks for victims
+    in the leaves, the widest first, at most maxDomains; a gang without a constraint in the
+    whole cluster; with HyperNodes ``network-topology-aware`` caps them at its own limit."""
+    from tidesched.actions.gang_evict import CLUSTER, GangEvictOptions, domains
+    from tidesched.model.snapshot import build_snapshot
+    from tidesched.scheduler import open_session
+    from topology_builders import fat_tree
+
+    objs = fat_tree(2, 2, 2, gpus=4)
+    objs.append(podgroup("hard", 2, networkTopology={"mode": "hard", "highestTierAllowed": 1}))
+    objs += [pod(f"hard-{i}", "hard", extra_requests={"nvidia.com/gpu": "4"}) for i in range(2)]
+    objs.append(podgroup("free", 2))
+    objs += [pod(f"free-{i}", "free", extra_requests={"nvidia.com/gpu": "4"}) for i in range(2)]
+    conf = TOPOLOGY_CONFIG.replace("  - name: network-topology-aware", "  - name: network-topology-aware\n    arguments:\n      hypernode.gradient.evict.max-hypernodes: 3")
+    ssn = open_session(build_snapshot([Manifest(f"o{i}", o) for i, o in enumerate(objs)]), config_from_text(conf, "t"))
+    got = domains(ssn, ssn.jobs["ns/hard"], GangEvictOptions(max_domains=8))
+    assert [name for name, _rows in got] == ["leaf-1", "leaf-2", "leaf-3"]  # the last 3 of tier 1 (Volcano's cap)
+    name, rows = got[0]
+    assert [ssn.table.names[r] for r in rows.nonzero()[0]] == ["n1-0", "n1-1"]
+    assert [n for n, _r in domains(ssn, ssn.jobs["ns/hard"], GangEvictOptions(max_domains=2))] == ["leaf-1", "leaf-2"]
+    free = domains(ssn, ssn.jobs["ns/free"], GangEvictOptions(max_domains=8))
+    assert [n for n, _r in free] == [CLUSTER] and free[0][1].all()
