@@ -170,7 +170,11 @@ def start_vc_scheduler_115(e2e, volcano: Path, conf: Path) -> VolcanoProcess:  #
     with open(proc.log, "ab") as out:
         proc.popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                       env={**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
-    return proc.wait_healthy(60)
+    try:
+        return proc.wait_healthy(60)
+    except BaseException:
+        proc.stop()  # never left running when it does not come up
+        raise
 
 
 def test_a_hypernode_cycle_is_a_warning_and_holds_only_constrained_gangs(e2e) -> None:
