@@ -34,7 +34,7 @@ from tidesched.model.gates import only_volcano_gate, raw_gate_names
 
 log = logging.getLogger("tidesched.cluster.store")
 
-NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, QUOTA, NUMATOPO = (
+NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, QUOTA, NUMATOPO, HYPERNODE = (
     "Node",
     "Pod",
     "PodGroup",
@@ -43,9 +43,11 @@ NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, QUOTA, NUMATOPO = (
     "PodDisruptionBudget",
     "ResourceQuota",
     "Numatopology",
+    "HyperNode",
 )
 PVC, PV, STORAGE_CLASS, CSI_NODE = "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode"
 VOLCANO_GROUP, VOLCANO_VERSION = "scheduling.volcano.sh", "v1beta1"
+TOPOLOGY_GROUP_VERSION = "topology.volcano.sh/v1alpha1"  # HyperNodes (Volcano's CRD; optional)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType(PV, "v1", False, "/api/v1/persistentvolumes"),
         ResourceType(STORAGE_CLASS, "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1/storageclasses"),
         ResourceType(CSI_NODE, "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1/csinodes"),
+        ResourceType(HYPERNODE, TOPOLOGY_GROUP_VERSION, False, f"/apis/{TOPOLOGY_GROUP_VERSION}/hypernodes", optional=True),
     )
 }
 

@@ -21,6 +21,7 @@ from tidesched.framework.decisions import Decisions, FitErrors
 from tidesched.framework.features import FeatureGates
 from tidesched.framework.hooks import SessionHooks
 from tidesched.framework.plugin import Plugin, PredicateResult
+from tidesched.framework.topology import SessionTopology
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 from tidesched.model.problems import Event
 from tidesched.model.resource import Resource
@@ -78,6 +79,8 @@ class Session(SessionHooks):
         self.table.carry_caches(config)
         self.node_index = self.table.index
         self.total_resource = self.table.totals()
+        self.topology = SessionTopology(state.hypernodes, self.table, self.jobs, state.domains)
+        self.events.extend(self.topology.events)
 
         self._empty_registries()
 

@@ -27,6 +27,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tidesched.model.hypernode_tree import HyperNodeIndex, HyperNodeTree
 from tidesched.model.infos import ALLOCATED_STATUSES, JobInfo, TaskInfo
 from tidesched.model.node_table import NodeTable, occupies_node
 from tidesched.model.objects import DEFAULT_QUEUE, Node, Pod, PodGroup, reparse_pod, reparse_podgroup
@@ -57,7 +58,7 @@ from tidesched.model.status import TaskStatus
 from tidesched.model.volumes import VolumeCatalog
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota", "Numatopology",
-         *VOLUME_KINDS)
+         *VOLUME_KINDS, "HyperNode")
 _NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"})
 
 # Short ways to parse a copy-on-write status write of the object parsed last (None: parse it all).
@@ -101,6 +102,10 @@ class ClusterCache:
         self._unsorted_rows: set[int] = set()
         self._order_stale = True  # _tasks / _jobs not in key order
         self._lent = False  # a session may have changed the infos since the last open
+        # The network topology: HyperNodes and node labels resolved per change (model.hypernode_tree).
+        self._hypernodes = HyperNodeIndex()
+        self._tree: HyperNodeTree | None = None
+        self._domains: dict[str, tuple[str, str]] = {}  # job uid -> HyperNodes its gang was placed within
 
     # -- feeding ------------------------------------------------------------------------
 
@@ -184,6 +189,11 @@ class ClusterCache:
             self._group_changed(key, record)
         elif kind == "Node":
             self._table_stale = True
+            self._hypernodes.set_node(key, None if record is None else record.meta.labels)
+            self._tree = None
+        elif kind == "HyperNode":
+            self._hypernodes.set_hypernode(key, record)
+            self._tree = None
         elif kind in ("Queue", "PriorityClass"):
             if kind == "PriorityClass" or old is None or record is None:
                 self._rebuild = True  # job membership or every priority may change
@@ -392,6 +402,7 @@ class ClusterCache:
             queues=queues,
             priority_classes=list(self._list("PriorityClass")),
             pdbs=list(self._list("PodDisruptionBudget")),
+            hypernodes=list(self._list("HyperNode")),
             resource_quotas=list(self._list("ResourceQuota")),
             numatopologies=list(self._list("Numatopology")),
             problems=[self._problems[k] for k in sorted(self._problems)],
@@ -433,6 +444,11 @@ class ClusterCache:
 
         snapshot = self.snapshot()
         events = list(snapshot.problems)
+        if self._tree is None:
+            self._tree = self._hypernodes.tree(table.names)
+        events.extend(self._tree.problems)
+        if len(self._domains) > len(self._jobs):  # gangs gone: their domains go too
+            self._domains = {k: v for k, v in self._domains.items() if k in self._jobs}
         queues = {q.name: queue_info(q) for q in snapshot.queues}
         queues = dict(sorted(queues.items()))
         for pg in snapshot.podgroups:
@@ -454,6 +470,8 @@ class ClusterCache:
             jobs=dict(self._jobs),
             tasks=tasks,
             table=table.copy(),
+            hypernodes=self._tree,
+            domains=self._domains,
         )
         return snapshot, state
 
@@ -467,6 +485,13 @@ class ClusterCache:
             self._rebuild_table()
         assert self._table is not None
         return self._table
+
+    def hypernodes(self) -> HyperNodeTree:
+        """The HyperNode tree over the nodes as they are (for readers that only look)."""
+        table = self.node_table()
+        if self._tree is None:
+            self._tree = self._hypernodes.tree(table.names)
+        return self._tree
 
     def node(self, name: str) -> Node | None:
         return self.records["Node"].get(name)

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tidesched.model.hypernodes import HyperNode, parse_hypernode
 from tidesched.model.loader import Manifest
+from tidesched.model.network_topology import pod_network_topology
 from tidesched.model.objects import (
     DEFAULT_QUEUE,
     QUEUE_NAME_ANNOTATION,
@@ -55,6 +57,7 @@ _PARSERS = {
     "Queue": parse_queue,
     "PriorityClass": parse_priority_class,
     "PodDisruptionBudget": parse_pdb,
+    "HyperNode": parse_hypernode,  # topology.volcano.sh (model.hypernodes)
     "ResourceQuota": parse_resource_quota,
     "Numatopology": parse_numatopology,
     # Storage (model/volumes.py): what the predicates' volume checks read
@@ -120,6 +123,7 @@ class ClusterSnapshot:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # policy/v1, for preemption
+    hypernodes: list[HyperNode] = field(default_factory=list)  # network topology (model.hypernode_tree)
     resource_quotas: list[ResourceQuota] = field(default_factory=list)  # for the resourcequota plugin
     numatopologies: list[Numatopology] = field(default_factory=list)  # for the numa-aware plugin
     # Measured load by node name (a metrics source's, in `tidesched run`): usage, rescheduling
@@ -186,6 +190,7 @@ def synthesize_podgroup(pod: Pod) -> PodGroup:
         phase=PodGroupPhase.RUNNING if running else PodGroupPhase.PENDING,
         conditions=(),
         preemptable=pod.preemptable if "volcano.sh/preemptable" in pod.meta.annotations else False,
+        topology=pod_network_topology(pod.meta.annotations),
     )
 
 
@@ -269,6 +274,8 @@ def build_snapshot(
             snap.queues.append(record)  # type: ignore[arg-type]
         elif kind == "PodDisruptionBudget":
             snap.pdbs.append(record)  # type: ignore[arg-type]
+        elif kind == "HyperNode":
+            snap.hypernodes.append(record)  # type: ignore[arg-type]
         elif kind == "ResourceQuota":
             snap.resource_quotas.append(record)  # type: ignore[arg-type]
         elif kind == "Numatopology":
@@ -300,6 +307,8 @@ def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
         snap.queues = [q for q in snap.queues if q.name != key]
     elif kind == "PodDisruptionBudget":
         snap.pdbs = [p for p in snap.pdbs if p.key != key]
+    elif kind == "HyperNode":
+        snap.hypernodes = [h for h in snap.hypernodes if h.name != key]
     elif kind == "ResourceQuota":
         snap.resource_quotas = [q for q in snap.resource_quotas if q.key != key]
     elif kind == "Numatopology":

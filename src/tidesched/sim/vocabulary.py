@@ -23,6 +23,7 @@ WORLD_KINDS = (
     "ReplicaSet",
     "Pod",
     "PodDisruptionBudget",
+    "HyperNode",  # network topology (model.hypernodes); the world only keeps them
     "ResourceQuota",  # held as given: no quota controller keeps its status.used here
     "Numatopology",  # held as given: no resource exporter updates it here
     "PersistentVolumeClaim",
