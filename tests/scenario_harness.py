@@ -10,6 +10,7 @@ Format (one scenario per YAML document; a file may hold many)::
       tiers: ...
     now: "2024-01-01T00:10:00Z"    # the session's time (RFC 3339); default: the epoch
     feature_gates: "SchedulingGatesQueueAdmission=true"   # as --feature-gates (default: none set)
+    ignored_provisioners: [...]    # vc-scheduler's --ignored-provisioners (docs/volumes.md)
     objects: [ ...manifests... ]   # pods without schedulerName get "volcano"
     expect:
       bound: {ns/pod: node}        # exact; {} when omitted
@@ -24,6 +25,7 @@ Format (one scenario per YAML document; a file may hold many)::
       claims: {ns/pod: {ns/claim: [driver/pool/device]}}  # DRA claim writes of bound pods,
                                    # exact when given ([]: the claim was allocated before)
       ungated: [ns/pod]            # pods whose queue-admission gate goes; exact, [] when omitted
+      volume_bindings: {ns/pod: {node: n1, static: {pv: ns/claim}, provision: [ns/claim]}}  # exact, when given
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def run_scenario(doc: dict[str, Any]) -> Decisions:
         manifests.append(Manifest(f"objects[{i}]", obj))
     now = parse_time(doc["now"], "now") if doc.get("now") else 0.0
     features = parse_feature_gates(doc.get("feature_gates"))
-    _ssn, decisions = schedule_manifests(manifests, config, now=now, features=features)
+    ignored = doc.get("ignored_provisioners") or ()
+    _ssn, decisions = schedule_manifests(manifests, config, now=now, features=features, ignored_provisioners=ignored)
     return decisions
 
 
@@ -103,6 +106,8 @@ def check_expectations(doc: dict[str, Any], decisions: Decisions) -> list[str]:
         )
     if "claims" in expect and out.get("claims", {}) != (expect["claims"] or {}):
         problems.append(f"claims: expected {expect['claims']}, got {out.get('claims', {})}")
+    if "volume_bindings" in expect and out.get("volume_bindings", {}) != (expect["volume_bindings"] or {}):
+        problems.append(f"volume_bindings: expected {expect['volume_bindings']}, got {out.get('volume_bindings', {})}")
     for ev in expect.get("events") or []:
         if not any(_event_matches(ev, e) for e in out["events"]):
             problems.append(f"missing event {ev}; events were: {out['events']}")

@@ -239,9 +239,12 @@ def schedule_manifests(
     scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,),
     now: float = 0.0,
     features: FeatureGates | None = None,
+    ignored_provisioners: Sequence[str] = (),
 ) -> tuple[Session, Decisions]:
     """What ``tidesched schedule`` does after loading its inputs (``now``: the session's time,
     seconds since the epoch)."""
-    snapshot = build_snapshot(manifests, scheduler_names=scheduler_names)
+    snapshot = build_snapshot(
+        manifests, scheduler_names=scheduler_names, ignored_provisioners=ignored_provisioners
+    )
     ssn = open_session(snapshot, config, scheduler_names=scheduler_names, now=now, features=features)
     return ssn, run_actions(ssn)

@@ -59,6 +59,10 @@ RESOURCES: dict[str, _Res] = {
         _Res("poddisruptionbudgets", "PodDisruptionBudget", "policy/v1", True),
         _Res("resourcequotas", "ResourceQuota", "v1", True),
         _Res("leases", "Lease", "coordination.k8s.io/v1", True),
+        _Res("persistentvolumeclaims", "PersistentVolumeClaim", "v1", True),
+        _Res("persistentvolumes", "PersistentVolume", "v1", False),
+        _Res("storageclasses", "StorageClass", "storage.k8s.io/v1", False),
+        _Res("csinodes", "CSINode", "storage.k8s.io/v1", False),
     )
 }
 KIND_TO_PLURAL = {r.kind: p for p, r in RESOURCES.items()}

@@ -203,6 +203,11 @@ def test_run_accepts_vc_scheduler_arguments() -> None:
         )
     )
     assert o.leader_elect and o.scheduler_names == ("a", "b") and o.lease_duration == 90.0
+    # Volcano's e2e runs: --ignored-provisioners kubernetes.io/no-provisioner (a string slice)
+    o = options_from_args(run_parser().parse_args(
+        ["--ignored-provisioners", "kubernetes.io/no-provisioner", "--ignored-provisioners=a.example.com,b.example.com"]
+    ))
+    assert o.ignored_provisioners == ("kubernetes.io/no-provisioner", "a.example.com", "b.example.com")
     assert parse_duration("500ms") == 0.5
 
 

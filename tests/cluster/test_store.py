@@ -7,10 +7,12 @@ import time
 from builders import node, pod
 from cluster_helpers import FAST_INFORMER, fake_api, informers, kube_for, wait
 from tidesched.cluster.store import (
+    HYPERNODE,
     NODE,
     NUMATOPO,
     POD,
     PODGROUP,
+    PV,
     RESOURCE_TYPES,
     ClusterStore,
     Informer,
@@ -291,3 +293,37 @@ def test_an_optional_kind_without_its_crd_counts_as_listed_and_empty() -> None:
             inf = next(i for i in infs if i.rtype.kind == NUMATOPO)
             assert inf.errors == 0  # an absent CRD is no error
         assert api.count("GET", r"^/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies") >= 1
+
+
+def test_hypernodes_absent_from_the_cluster_count_as_listed_and_empty() -> None:
+    """A cluster without Volcano's topology CRD answers 404 for HyperNodes: the kind is listed
+    as empty (the store syncs, the scheduler starts) and is no error."""
+    with fake_api() as api:
+        api.create(node("n1"))
+        with informers(api) as (store, infs):
+            assert store.wait_synced(10)
+            assert store.items(HYPERNODE) == []
+            inf = next(i for i in infs if i.rtype.kind == HYPERNODE)
+            assert inf.errors == 0
+        assert api.count("GET", r"^/apis/topology.volcano.sh/v1alpha1/hypernodes") >= 1
+
+
+def test_an_assumed_storage_object_shows_until_the_watch_brings_another_version() -> None:
+    """A PV a bind is giving to its claim: sessions see the write at once, and the API's object
+    again as soon as any newer version of it arrives (or the write is given up)."""
+    store = ClusterStore()
+    pv = {"kind": "PersistentVolume", "metadata": {"name": "pv-1", "resourceVersion": "5"}, "spec": {}}
+    store.replace(PV, {"pv-1": pv})
+    store.take_changes()
+    claimed = {**pv, "spec": {"claimRef": {"namespace": "ns", "name": "data"}}}
+    store.assume_object(PV, "pv-1", claimed)
+    assert store.take_changes() == [(PV, "pv-1", claimed)]
+    assert claimed in store.snapshot_objects() and pv not in store.snapshot_objects()
+    store.apply(PV, "MODIFIED", "pv-1", pv)  # the same version again (a relist): still ours
+    assert store.take_changes() == [(PV, "pv-1", claimed)]
+    written = {**claimed, "metadata": {"name": "pv-1", "resourceVersion": "6"}}
+    store.apply(PV, "MODIFIED", "pv-1", written)
+    assert store.take_changes() == [(PV, "pv-1", written)] and not store.assumed_objects
+    store.assume_object(PV, "pv-1", claimed)
+    store.forget_object(PV, "pv-1")
+    assert store.take_changes() == [(PV, "pv-1", written)]

@@ -92,7 +92,7 @@ def test_pod_whose_claim_cannot_be_allocated_is_not_bound(e2e) -> None:
     assert not api.get(f"{RESOURCE}/namespaces/{ns}/resourceclaims/gpu-claim").get("status", {}).get("allocation")
     log = sched.log.read_text()
     assert "DynamicResourceAllocationEnable" not in log  # honoured: nothing to warn about
-    assert "plugin network-topology-aware: not honoured yet" in log
+    assert "plugin network-topology-aware: not honoured yet" not in log  # honoured since issue 34
 
 
 def test_claims_from_templates_are_allocated_at_bind_and_freed_by_kcm(e2e, resourceclaim_controller) -> None:

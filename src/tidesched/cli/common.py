@@ -73,11 +73,13 @@ def feature_gates(text: Optional[str]) -> FeatureGates:
 
 
 def prepare(paths: list[Path], config: Optional[Path], scheduler_names: list[str], skip_invalid: bool,
-            now: float = 0.0, features: FeatureGates | None = None) -> Session:
+            now: float = 0.0, features: FeatureGates | None = None,
+            ignored_provisioners: Optional[list[str]] = None) -> Session:
     try:
         cfg = config_from_file(config)
         manifests = load_paths(paths)
-        snapshot = build_snapshot(manifests, scheduler_names=scheduler_names)
+        snapshot = build_snapshot(manifests, scheduler_names=scheduler_names,
+                                  ignored_provisioners=provisioner_list(ignored_provisioners))
     except (ConfigError, InputError, UnknownKindError) as exc:
         fail(str(exc))
         raise  # unreachable; keeps type checkers calm
@@ -113,16 +115,30 @@ FeaturesOpt = Annotated[
 KubeconfigOpt = Annotated[
     Optional[Path], typer.Option("--kubeconfig", help="Read the objects from a live cluster instead of files.")
 ]
+IgnoredProvisionersOpt = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--ignored-provisioners",
+        help="Provisioners whose volumes do not count against nodes' attach limits, as vc-scheduler's "
+        "flag (comma-separated, repeatable; docs/volumes.md).",
+    ),
+]
+
+
+def provisioner_list(values: Optional[list[str]]) -> list[str]:
+    """``--ignored-provisioners`` as Go's string-slice flag reads it: repeatable, comma-separated."""
+    return [p.strip() for v in values or () for p in v.split(",") if p.strip()]
 
 
 def prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_names: list[str],
                 skip_invalid: bool, kubeconfig: Optional[Path], now: float = 0.0,
-                features: FeatureGates | None = None) -> Session:
+                features: FeatureGates | None = None,
+                ignored_provisioners: Optional[list[str]] = None) -> Session:
     """``prepare`` over manifests, or over a live cluster's objects with ``--kubeconfig``."""
     if kubeconfig is None:
         if not paths:
             fail("give manifest files/directories, or --kubeconfig for a live cluster")
-        return prepare(paths or [], config, scheduler_names, skip_invalid, now, features)
+        return prepare(paths or [], config, scheduler_names, skip_invalid, now, features, ignored_provisioners)
     from tidesched.cluster.commands import live_config_text, live_snapshot
     from tidesched.scheduler import config_from_text
 
@@ -149,4 +165,5 @@ def prepare_any(paths: Optional[list[Path]], config: Optional[Path], scheduler_n
         raise
     for p in snapshot.problems:
         err.print(f"[yellow]warning:[/] {p.message}", highlight=False)
+    snapshot.ignored_provisioners = frozenset(provisioner_list(ignored_provisioners))
     return open_session(snapshot, cfg, scheduler_names=scheduler_names, now=now, features=features)

@@ -15,6 +15,7 @@ from tidesched.cli.common import (
     RUN,
     ConfigOpt,
     FeaturesOpt,
+    IgnoredProvisionersOpt,
     KubeconfigOpt,
     NamesOpt,
     NowOpt,
@@ -45,11 +46,12 @@ def schedule(
     skip_invalid: SkipOpt = False,
     now: NowOpt = None,
     features: FeaturesOpt = None,
+    ignored_provisioners: IgnoredProvisionersOpt = None,
 ) -> None:
     """Run one scheduling session over manifests and print its decisions."""
     gates = feature_gates(features)
     with collector_paused():
-        ssn = prepare(paths, config, scheduler_name, skip_invalid, session_time(now), gates)
+        ssn = prepare(paths, config, scheduler_name, skip_invalid, session_time(now), gates, ignored_provisioners)
         decisions = run_actions(ssn)
         if RUN.own_process:
             # The process ends after the output, so nothing the session made needs collecting;
@@ -103,6 +105,7 @@ def explain(
     kubeconfig: KubeconfigOpt = None,
     now: NowOpt = None,
     features: FeaturesOpt = None,
+    ignored_provisioners: IgnoredProvisionersOpt = None,
 ) -> None:
     """Say why a pod would stay pending (or where it would go); with NAMESPACE/podgroup/NAME or
     NAMESPACE/job/NAME (a Volcano Job), why a gang waits: its gang condition, task roles, queue
@@ -115,7 +118,7 @@ def explain(
         fail(str(exc))
         return
     ssn = prepare_any(paths, config, scheduler_name, skip_invalid, kubeconfig, session_time(now),
-                      feature_gates(features))
+                      feature_gates(features), ignored_provisioners)
     if target.kind != "pod":
         try:
             lines = explain_group(ssn, target)

@@ -13,10 +13,14 @@ limiter. Answers are handled on that loop:
 * anything else, or retries exhausted → forgotten (its resources freed in the cache), a
   ``FailedScheduling`` Warning event, and the pod is simply pending for the next session.
 
-A pod with DRA ResourceClaims has its claims written first (:mod:`~tidesched.cluster.claim_writer`:
+A pod with DRA ResourceClaims has its claims written before anything else (:mod:`~tidesched.cluster.claim_writer`:
 the allocation and the pod in ``reservedFor``, as kube-scheduler's PreBind), and is bound only
 once they are; the claims are assumed in the store with the pod, so the next session sees
 their devices taken.
+A pod whose decision carries a :class:`~tidesched.model.volumes.VolumePlan` has its volumes
+bound first (:mod:`~tidesched.cluster.volume_binder`: PVs given their claims, claims their node
+to provision on, then the wait for the PV controller); the Binding is sent when that is done,
+and a failure there is handled as a failed bind.
 
 A restart loses nothing: assumptions live only in memory and the cluster's pods are the truth;
 the API server refuses a second binding of a bound pod, so no pod is ever bound twice (REL-3).
@@ -33,7 +37,9 @@ from tidesched.cluster.api import Cancelled, Kube, error_message, is_transient, 
 from tidesched.cluster.claim_writer import ClaimWriter
 from tidesched.cluster.status import EventRecorder
 from tidesched.cluster.store import POD, ClusterStore
+from tidesched.cluster.volume_binder import VolumePreBinder
 from tidesched.cluster.workers import InFlight
+from tidesched.model.volumes import VolumePlan
 
 log = logging.getLogger("tidesched.cluster.binder")
 
@@ -83,14 +89,21 @@ class Binder:
         self._in_flight = InFlight()
         self._stopped = False
         self.claims = ClaimWriter(kube, store, owner=self, max_active=workers, may_send=self._allowed)
+        self.volumes = VolumePreBinder(kube, store, may_send=self._allowed, owner=self, max_active=workers)
 
     def start(self) -> None:
         """Nothing to start: the connection's call loop starts with the first call."""
 
-    def submit(self, binds: Mapping[str, str], annotations: Mapping[str, Mapping[str, str]] | None = None,
-               claims: Mapping[str, Any] | None = None) -> int:
-        """Assume and send the session's binds (with the ``annotations`` a bind carries and the
-        DRA ``claims`` it writes first, by pod key); returns how many were sent. Pods already in
+    def submit(
+        self,
+        binds: Mapping[str, str],
+        annotations: Mapping[str, Mapping[str, str]] | None = None,
+        volumes: Mapping[str, VolumePlan] | None = None,
+        claims: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Assume and send the session's binds (with the ``annotations`` a bind carries, the DRA
+        ``claims`` it writes first and the ``volumes`` it binds then, by pod key); returns how
+        many were sent. Pods already in
         flight, already bound or gone are skipped."""
         queued = 0
         for key, node in sorted(binds.items()):
@@ -108,25 +121,41 @@ class Binder:
                 self.store.forget(key)  # a claim changed since the session read it: next session
                 continue
             self._in_flight.add()
-            req = BindRequest(key, node, uid, extra, writes)
-            if writes:
-                self._write_claims(req, time.monotonic())
-            else:
-                self._send(req, 0, time.monotonic(), 0.0)
+            req, t0 = BindRequest(key, node, uid, extra, writes), time.monotonic()
+            self._pre_bind(req, t0, (volumes or {}).get(key))
             queued += 1
         return queued
 
-    def _write_claims(self, req: BindRequest, t0: float) -> None:
-        def written(exc: BaseException | None) -> None:
-            if exc is None:
-                self.store.finish_claims((w.claim for w in req.claims), self.assume_ttl)
-                self._send(req, 0, t0, 0.0)
-            elif isinstance(exc, Cancelled):
-                self._drop(req)
-            else:
-                self._failed(req, exc, t0)
+    def _pre_bind(self, req: BindRequest, t0: float, plan: VolumePlan | None) -> None:
+        """The pod's DRA claims written (as kube-scheduler's DynamicResources PreBind), then its
+        volumes bound (VolumeBinding's), then its Binding sent; a failure gives the bind up."""
 
-        self.claims.write(req.key.split("/", 1)[1], req.uid, req.claims, written)
+        def volumes_then_binding(exc: BaseException | None) -> None:
+            if isinstance(exc, Cancelled):
+                self._drop(req)
+            elif exc is not None:
+                self._failed(req, exc, t0)
+            else:
+                if req.claims:
+                    self.store.finish_claims((w.claim for w in req.claims), self.assume_ttl)
+                if plan is None:
+                    self._send(req, 0, t0, 0.0)
+                else:
+                    self.volumes.start(req.key, req.uid, plan, lambda error: self._prebound(req, t0, error))
+
+        if req.claims:
+            self.claims.write(req.key.split("/", 1)[1], req.uid, req.claims, volumes_then_binding)
+        else:
+            volumes_then_binding(None)
+
+    def _prebound(self, req: BindRequest, t0: float, error: str | None) -> None:
+        """The pod's volumes are bound (error None): its Binding goes; else the bind is given up."""
+        if error is None:
+            self._send(req, 0, t0, 0.0)
+        elif error == "cancelled":
+            self._drop(req)
+        else:
+            self._failed(req, None, t0, error)
 
     # -- the calls and their answers (on the call loop) ------------------------------------
 
@@ -186,11 +215,13 @@ class Binder:
             self.recorder.record_scheduled(req.key, req.node)
         self._done()
 
-    def _failed(self, req: BindRequest, exc: BaseException | None, t0: float) -> None:
+    def _failed(
+        self, req: BindRequest, exc: BaseException | None, t0: float, reason: str | None = None
+    ) -> None:
         self.store.forget(req.key)
         self.store.forget_claims(w.claim for w in req.claims)
         self.failed += 1
-        msg = error_message(exc) if exc else "unknown error"
+        msg = reason or (error_message(exc) if exc else "unknown error")
         log.warning("binding %s to %s failed: %s", req.key, req.node, msg)
         if self.on_result:
             self.on_result("error", time.monotonic() - t0, req.key)
@@ -237,3 +268,4 @@ class Binder:
         """Send nothing more; binds not yet sent are dropped as they come due."""
         self._stopped = True
         self.cancel_queued()
+        self.volumes.stop()

@@ -79,6 +79,13 @@ def run_parser() -> argparse.ArgumentParser:
         help=f"schedulerName served (repeatable; default {DEFAULT_SCHEDULER_NAME})",
     )
     p.add_argument("--schedule-period", type=_duration, default=1.0, help="period between sessions (1s)")
+    p.add_argument(
+        "--ignored-provisioners",
+        action="append",
+        default=None,
+        help="provisioners whose volumes do not count against nodes' attach limits (comma-separated, "
+        "repeatable; rancher.io/local-path and hostpath.csi.k8s.io always; docs/volumes.md)",
+    )
     p.add_argument("--leader-elect", default=False, **flag, help="elect a leader on a Lease (false)")
     p.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0, metavar="DURATION")
     p.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0, metavar="DURATION")
@@ -150,6 +157,9 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         host=args.host,
         scheduler_conf=args.scheduler_conf,
         scheduler_names=tuple(args.scheduler_name or [DEFAULT_SCHEDULER_NAME]),
+        ignored_provisioners=tuple(
+            p.strip() for v in args.ignored_provisioners or () for p in v.lstrip("=").split(",") if p.strip()
+        ),
         schedule_period=args.schedule_period,
         leader_elect=args.leader_elect,
         lease_duration=args.leader_elect_lease_duration,

@@ -48,6 +48,7 @@ from tidesched.cluster.volcano_session import read_session
 from tidesched.model.cache import ClusterCache
 from tidesched.model.fields import parse_time
 from tidesched.model.problems import ObjectError
+from tidesched.model.volumes import VolumePlan
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME
 from tidesched.scheduler import collector_paused, config_from_file, open_session, run_actions
 
@@ -63,6 +64,8 @@ class RunOptions:
     host: str | None = None  # a plain API URL instead of a kubeconfig (kubectl proxy, fault-injection tests)
     scheduler_conf: str | None = None
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
+    # vc-scheduler's --ignored-provisioners: their volumes do not count against attach limits
+    ignored_provisioners: tuple[str, ...] = ()
     schedule_period: float = 1.0
     # With nothing pending, sessions (status refresh only) at most this often; None: a period,
     # 10 × the last session's duration, ≥ 1 s.
@@ -132,7 +135,7 @@ class Runner:
         self.store = ClusterStore(scheduler_names=frozenset(options.scheduler_names))
         # Parsed objects and session infos, kept up to date from the store's changes by the
         # scheduling loop alone (the informer threads only touch the store).
-        self.cache = ClusterCache(options.scheduler_names)
+        self.cache = ClusterCache(options.scheduler_names, ignored_provisioners=options.ignored_provisioners)
         co = options.component_options
         self.recorder = EventRecorder(
             self.event_kube,
@@ -414,7 +417,8 @@ class Runner:
             # Binds start as the session dispatches them (Volcano's cache binds while the
             # session goes on), so the first pods bind before a long first session ends.
             def dispatch(key: str, node: str) -> None:
-                self._dispatch(key, node, ssn.bind_annotations.get(key), ssn.claim_writes.get(key))
+                self._dispatch(key, node, ssn.bind_annotations.get(key), ssn.volume_bindings.get(key),
+                               ssn.claim_writes.get(key))
                 dispatched_at.append(time.time())
 
             ssn.on_dispatch = dispatch
@@ -449,9 +453,19 @@ class Runner:
         finally:
             ssn.release()  # freed now, not left to the cyclic collector (Session.release)
 
-    def _dispatch(self, key: str, node: str, annotations: dict[str, str] | None = None, claims: Any = None) -> None:
+    def _dispatch(
+        self,
+        key: str,
+        node: str,
+        annotations: dict[str, str] | None = None,
+        volumes: VolumePlan | None = None,
+        claims: Any = None,
+    ) -> None:
         if self.leading() and not self.stop_event.is_set():
-            self.binder.submit({key: node}, {key: annotations} if annotations else None, {key: claims} if claims else None)
+            self.binder.submit(
+                {key: node}, {key: annotations} if annotations else None, {key: volumes} if volumes else None,
+                {key: claims} if claims else None,
+            )
 
     def _observe_action(self, name: str, seconds: float) -> None:
         self.metrics.action_duration.labels(name).observe(seconds)
@@ -476,7 +490,7 @@ class Runner:
 
     def apply(self, d: Decisions, report: quota.QuotaReport) -> None:
         """Hand the decisions to the writers; returns at once (K8S-2: off the session path)."""
-        queued = self.binder.submit(d.bound, d.bind_annotations, d.claim_writes)
+        queued = self.binder.submit(d.bound, d.bind_annotations, d.volume_bindings, d.claim_writes)
         evicting = self.evictor.submit(d.evicted, d.eviction_reasons)
         if d.ungated:
             self.gate_remover.submit(d.ungated)

@@ -12,7 +12,9 @@ The :class:`ClusterStore` holds the objects plus the adapter's own *overlays*: p
 bound (a bind is in flight or done but not yet seen on the watch) and pods being evicted. The
 snapshot handed to the scheduling core sees them as Bound / Releasing, so the next session does
 not place a pod twice or count a node's resources as free twice; the watch confirms (the
-overlay is dropped when the API object shows it) and failures forget them.
+overlay is dropped when the API object shows it) and failures forget them. Storage objects a
+bind is writing (a PV given its claim, a claim given its node) are overlaid the same way
+(:meth:`ClusterStore.assume_object`), as kube-scheduler's assume cache does.
 
 ``synced()`` is true only once every informer has completed its first full list: the runner
 never schedules from a partial node list (seed ``002``).
@@ -28,11 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from tidesched.cluster.api import ApiException, Kube, json_lines, status_of
+from tidesched.cluster.claim_overlays import CLAIM, ClaimOverlays
 from tidesched.model.gates import only_volcano_gate, raw_gate_names
 
 log = logging.getLogger("tidesched.cluster.store")
 
-NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, QUOTA, NUMATOPO = (
+NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, QUOTA, NUMATOPO, HYPERNODE = (
     "Node",
     "Pod",
     "PodGroup",
@@ -41,8 +44,11 @@ NODE, POD, PODGROUP, QUEUE, PRIORITY_CLASS, PDB, QUOTA, NUMATOPO = (
     "PodDisruptionBudget",
     "ResourceQuota",
     "Numatopology",
+    "HyperNode",
 )
+PVC, PV, STORAGE_CLASS, CSI_NODE = "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode"
 VOLCANO_GROUP, VOLCANO_VERSION = "scheduling.volcano.sh", "v1beta1"
+TOPOLOGY_GROUP_VERSION = "topology.volcano.sh/v1alpha1"  # HyperNodes (Volcano's CRD; optional)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,12 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType(QUOTA, "v1", True, "/api/v1/resourcequotas"),  # the resourcequota plugin
         # the numa-aware plugin; Volcano's chart installs the CRD, a cluster without it has none
         ResourceType(NUMATOPO, "nodeinfo.volcano.sh/v1alpha1", False, "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies", optional=True),
+        # Storage, for the predicates' volume checks and the volume binding before a pod's bind
+        ResourceType(PVC, "v1", True, "/api/v1/persistentvolumeclaims"),
+        ResourceType(PV, "v1", False, "/api/v1/persistentvolumes"),
+        ResourceType(STORAGE_CLASS, "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1/storageclasses"),
+        ResourceType(CSI_NODE, "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1/csinodes"),
+        ResourceType(HYPERNODE, TOPOLOGY_GROUP_VERSION, False, f"/apis/{TOPOLOGY_GROUP_VERSION}/hypernodes", optional=True),
         # Dynamic Resource Allocation (docs/dra.md)
         ResourceType("DeviceClass", DRA_API, False, f"/apis/{DRA_API}/deviceclasses", True),
         ResourceType("ResourceSlice", DRA_API, False, f"/apis/{DRA_API}/resourceslices", True),
@@ -83,7 +95,6 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType("ResourceClaimTemplate", DRA_API, True, f"/apis/{DRA_API}/resourceclaimtemplates", True),
     )
 }
-CLAIM = "ResourceClaim"
 
 
 def object_key(obj: dict[str, Any], namespaced: bool) -> str:
@@ -104,7 +115,7 @@ class _Assumed:
 
 
 @dataclass
-class ClusterStore:
+class ClusterStore(ClaimOverlays):
     """Current objects by kind and key (``ns/name`` or ``name``), plus overlays."""
 
     kinds: tuple[str, ...] = tuple(RESOURCE_TYPES)
@@ -123,6 +134,9 @@ class ClusterStore:
     # pods it reserves for, and its expiry (None while in flight): sessions see the claim
     # allocated from the moment its pod is assumed bound, as kube-scheduler's assume cache.
     claims_assumed: dict[str, tuple[dict[str, Any], frozenset[str], float | None]] = field(default_factory=dict)
+    # (kind, key) -> the object as a bind in flight is writing it (a PV with its claimRef, a claim
+    # with its selected node), shown instead of the API's until the watch brings another version.
+    assumed_objects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.objects = {k: {} for k in self.kinds}
@@ -157,6 +171,8 @@ class ClusterStore:
                     self._confirm(key, items.get(key))
                 for key in list(self.releasing):
                     self._confirm_release(key, items.get(key))
+            for k, key in [ak for ak in self.assumed_objects if ak[0] == kind]:
+                self._confirm_object(k, key, items.get(key))
             self._synced.add(kind)
             self._changed()
 
@@ -193,8 +209,10 @@ class ClusterStore:
                     self._confirm(key, current)
                 if key in self.releasing:
                     self._confirm_release(key, current)
-            elif kind == CLAIM and key in self.claims_assumed:
+            if kind == CLAIM and key in self.claims_assumed:
                 self._confirm_claim(key, current)
+            if (kind, key) in self.assumed_objects:
+                self._confirm_object(kind, key, current)
             self._changed()
 
     def _track(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
@@ -233,17 +251,17 @@ class ClusterStore:
         ):
             del self.assumed[key]  # bound (confirmed), deleted or replaced: the API object is the truth
 
-    def _confirm_claim(self, key: str, claim: dict[str, Any] | None) -> None:
-        _status, uids, _exp = self.claims_assumed[key]
-        st = (claim or {}).get("status") or {}
-        have = {r.get("uid") for r in st.get("reservedFor") or []}
-        if claim is None or (st.get("allocation") is not None and uids <= have):
-            del self.claims_assumed[key]  # written (confirmed) or gone: the API object is the truth
-
     def _confirm_release(self, key: str, pod: dict[str, Any] | None) -> None:
         if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
             del self.releasing[key]
             self.released_at.pop(key, None)
+
+    def _confirm_object(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
+        """Another version of an assumed object came from the API (ours, or someone else's that
+        our write will conflict with): the API object is the truth again."""
+        assumed = self.assumed_objects[(kind, key)]
+        if obj is None or _version(obj) != _version(assumed):
+            del self.assumed_objects[(kind, key)]
 
     def _changed(self) -> None:
         self.version += 1
@@ -299,7 +317,8 @@ class ClusterStore:
                 if kind == CLAIM:
                     out.extend(self._claim_overlaid(k, c) for k, c in self.objects[kind].items())
                 elif kind != POD:
-                    out.extend(self.objects[kind].values())
+                    assumed = self.assumed_objects
+                    out.extend(assumed.get((kind, key), obj) for key, obj in self.objects[kind].items())
             out.extend(self._overlaid(key, pod) for key, pod in self.objects.get(POD, {}).items())
             return out
 
@@ -316,6 +335,8 @@ class ClusterStore:
                         obj = self._overlaid(key, obj)
                     elif obj is not None and kind == CLAIM:
                         obj = self._claim_overlaid(key, obj)
+                    elif obj is not None:
+                        obj = self.assumed_objects.get((kind, key), obj)
                     out.append((kind, key, obj))
                 keys.clear()
             return out
@@ -337,58 +358,7 @@ class ClusterStore:
             return {**pod, "metadata": md}
         return pod
 
-    def _claim_overlaid(self, key: str, claim: dict[str, Any]) -> dict[str, Any]:
-        a = self.claims_assumed.get(key)
-        return claim if a is None else {**claim, "status": a[0]}
-
     # -- overlays -------------------------------------------------------------------------
-
-    def assume_claims(self, pod_uid: str, pod_name: str, writes: Iterable[Any]) -> bool:
-        """A bind in flight writes these claims (``ClaimWrite``s): sessions see each allocated
-        and reserved for the pod until the watch shows it. False, assuming nothing, when a
-        claim is gone or already holds another allocation."""
-        with self._cond:
-            staged = {}
-            for w in writes:
-                claim = self.objects.get(CLAIM, {}).get(w.claim)
-                if claim is None:
-                    return False
-                prev = self.claims_assumed.get(w.claim)
-                st = dict(prev[0] if prev is not None else claim.get("status") or {})
-                have = st.get("allocation")
-                if w.allocation is not None:
-                    if have is not None and have.get("devices") != w.allocation.get("devices"):
-                        return False
-                    st.setdefault("allocation", w.allocation)
-                elif have is None:
-                    return False
-                reserved = list(st.get("reservedFor") or [])
-                if all(r.get("uid") != pod_uid for r in reserved):
-                    reserved.append({"resource": "pods", "name": pod_name, "uid": pod_uid})
-                st["reservedFor"] = reserved
-                staged[w.claim] = (st, (prev[1] if prev is not None else frozenset()) | {pod_uid}, None)
-            for key, value in staged.items():
-                self.claims_assumed[key] = value
-                self._dirty[CLAIM].add(key)
-            self._changed()
-            return True
-
-    def finish_claims(self, keys: Iterable[str], ttl: float) -> None:
-        """The claim writes went through: keep the overlays until the watch shows them, at most ``ttl``."""
-        with self._cond:
-            for key in keys:
-                a = self.claims_assumed.get(key)
-                if a is not None:
-                    self.claims_assumed[key] = (a[0], a[1], time.monotonic() + ttl)
-                    self._confirm_claim(key, self.objects.get(CLAIM, {}).get(key))
-
-    def forget_claims(self, keys: Iterable[str]) -> None:
-        """The claim writes failed: the API objects are the truth again."""
-        with self._cond:
-            for key in keys:
-                if self.claims_assumed.pop(key, None) is not None and CLAIM in self._dirty:
-                    self._dirty[CLAIM].add(key)
-            self._changed()
 
     def assume(self, key: str, node: str, uid: str, annotations: Mapping[str, str] | None = None) -> bool:
         """Mark a pod bound to ``node`` in the cache, with the ``annotations`` its binding
@@ -424,6 +394,20 @@ class ClusterStore:
     def is_assumed(self, key: str) -> bool:
         with self._cond:
             return key in self.assumed
+
+    def assume_object(self, kind: str, key: str, obj: dict[str, Any]) -> None:
+        """Show ``obj`` (a changed copy of the object held, with its resourceVersion) until the
+        watch brings another version or :meth:`forget_object`."""
+        with self._cond:
+            self.assumed_objects[(kind, key)] = obj
+            self._dirty[kind].add(key)
+            self._changed()
+
+    def forget_object(self, kind: str, key: str) -> None:
+        with self._cond:
+            if self.assumed_objects.pop((kind, key), None) is not None:
+                self._dirty[kind].add(key)
+                self._changed()
 
     def mark_releasing(self, key: str, ttl: float) -> bool:
         with self._cond:
@@ -479,15 +463,15 @@ class ClusterStore:
             for k in rel:
                 del self.releasing[k]
                 self.released_at.pop(k, None)
-            stale = [k for k, a in self.claims_assumed.items() if a[2] is not None and a[2] < now]
-            for k in stale:
-                del self.claims_assumed[k]
-            if stale and CLAIM in self._dirty:
-                self._dirty[CLAIM].update(stale)
+            self._expire_claims(now)
             self._dirty[POD].update(gone, rel)
             if gone or rel:
                 self._changed()
             return gone
+
+
+def _version(obj: dict[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("resourceVersion")
 
 
 def _waiting_pod(pod: dict[str, Any], names: frozenset[str] | None) -> bool:

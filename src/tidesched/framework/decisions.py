@@ -10,6 +10,7 @@ import numpy as np
 
 from tidesched.model.dra.ledger import ClaimWrite
 from tidesched.model.problems import Event
+from tidesched.model.volumes import VolumePlan
 
 
 @dataclass(slots=True)
@@ -57,6 +58,8 @@ class Decisions:
     # Pods whose queue now takes them: their Volcano queue-admission gate is to be removed
     # (feature SchedulingGatesQueueAdmission; framework/gates.py), by pod key, in that order.
     ungated: list[str] = field(default_factory=list)
+    # What each bind writes first (PVs bound to claims, claims to provision), by pod key.
+    volume_bindings: dict[str, VolumePlan] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -72,6 +75,8 @@ class Decisions:
             out["bind_annotations"] = {k: dict(sorted(v.items())) for k, v in sorted(self.bind_annotations.items())}
         if self.ungated:
             out["ungated"] = sorted(self.ungated)
+        if self.volume_bindings:
+            out["volume_bindings"] = {k: v.to_json() for k, v in sorted(self.volume_bindings.items())}
         return out
 
 

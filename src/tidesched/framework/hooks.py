@@ -69,6 +69,9 @@ HOOK_SWITCH: dict[str, str | None] = {
     "simulate_remove_task": "allocatable",
     "simulate_allocatable": "allocatable",
     "simulate_predicate": "predicate",
+    # Network topology (framework.topology): gradients of HyperNodes to try, and their scores.
+    "hypernode_gradient": None,
+    "hypernode_order": None,
 }
 # Simulate hooks run when the plugin enables either of these switches (Volcano).
 _SIMULATE_HOOKS = frozenset({"simulate_init", "simulate_add_task", "simulate_remove_task", "simulate_allocatable"})
@@ -520,6 +523,27 @@ class SessionHooks:
                 if not fn(state, task, row):
                     return False
         return True
+
+    # -- network topology (Volcano HyperNodeGradientFor{Job,SubJob}Fn, HyperNodeOrderMapFn) --
+
+    def hypernode_gradient(self, job: JobInfo, hypernode: str, purpose: str, sub: bool = False) -> list[list[str]]:
+        """The HyperNodes to try for ``job`` within ``hypernode``, in groups, lowest tier first
+        (``sub``: for its pods within the HyperNode chosen for the job): the first plugin's
+        answer; only ``hypernode`` itself without one."""
+        for tier in self._chain("hypernode_gradient"):
+            for _name, fn in tier:
+                return fn(job, hypernode, purpose, sub)  # type: ignore[no-any-return]
+        return [[hypernode]]
+
+    def hypernode_order(self, job: JobInfo, candidates: list[str], tie_bonus: bool = True) -> dict[str, float]:
+        """Each candidate HyperNode's score for the gang: the plugins' scores summed. Without
+        ``tie_bonus`` each is scored as if it were the only candidate."""
+        scores = dict.fromkeys(candidates, 0.0)
+        for tier in self._chain("hypernode_order"):
+            for _name, fn in tier:
+                for name, score in fn(job, candidates, tie_bonus).items():
+                    scores[name] += score
+        return scores
 
     def node_order_all(self, task: TaskInfo) -> np.ndarray | None:
         """Every node's NodeOrder score from the row cache when every scorer is row-local

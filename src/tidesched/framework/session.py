@@ -22,11 +22,13 @@ from tidesched.framework.features import FeatureGates
 from tidesched.framework.hooks import SessionHooks
 from tidesched.framework.plugin import Plugin, PredicateResult
 from tidesched.model.dra.ledger import ClaimWrite
+from tidesched.framework.topology import SessionTopology
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 from tidesched.model.problems import Event
 from tidesched.model.resource import Resource
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
 from tidesched.model.state import SessionState, build_state, class_priority
+from tidesched.model.volumes import VolumePlan
 from tidesched.model.status import (
     ALLOCATED_STATUSES,
     PodGroupPhase,
@@ -78,6 +80,8 @@ class Session(SessionHooks):
         self.table.carry_caches(config)
         self.node_index = self.table.index
         self.total_resource = self.table.totals()
+        self.topology = SessionTopology(state.hypernodes, self.table, self.jobs, state.domains)
+        self.events.extend(self.topology.events)
 
         self._empty_registries()
 
@@ -91,6 +95,10 @@ class Session(SessionHooks):
         self.annotate_bind: Callable[[TaskInfo], dict[str, str] | None] | None = None
         self.bind_annotations: dict[str, dict[str, str]] = {}
         self.claim_writes: dict[str, list[ClaimWrite]] = {}
+        # What a task's binding writes first (the predicates' VolumeBinding PreBind: PVs bound to
+        # claims, claims given the node to provision on), made at dispatch as annotate_bind is.
+        self.plan_volumes: Callable[[TaskInfo], VolumePlan | None] | None = None
+        self.volume_bindings: dict[str, VolumePlan] = {}
         self.pod_condition_reasons: dict[str, str] = {}
         self.ungated: dict[str, None] = {}  # pods whose queue-admission gate goes, in order (framework.gates)
         # PodGroups a plugin already gave their own Warning this session (GangTimeout): close
@@ -193,6 +201,10 @@ class Session(SessionHooks):
             annotations = self.annotate_bind(task)
             if annotations:
                 self.bind_annotations[task.key] = annotations
+        if self.plan_volumes is not None:
+            plan = self.plan_volumes(task)
+            if plan is not None:
+                self.volume_bindings[task.key] = plan
         if self.on_dispatch is not None:
             self.on_dispatch(task.key, task.node_name)
 
@@ -308,6 +320,7 @@ class Session(SessionHooks):
             bind_annotations=dict(self.bind_annotations),
             claim_writes=dict(self.claim_writes),
             ungated=list(self.ungated),
+            volume_bindings=dict(self.volume_bindings),
         )
 
     def queue_allocated(self) -> dict[str, Resource]:
@@ -387,6 +400,7 @@ class Session(SessionHooks):
         self._empty_registries()
         self.on_dispatch = None
         self.annotate_bind = None
+        self.plan_volumes = None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -37,12 +37,14 @@ from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT
     parse_time,
     str_map,
 )
+from tidesched.model.network_topology import GangTopology, parse_gang_topology
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import PODS, Resource
 from tidesched.model.resource_quota import ResourceList, resource_list
 from tidesched.model.status import PodGroupPhase, QueueState, TaskStatus
 from tidesched.model.vgpu import NodeDevices, PodAssignment, VgpuRequest, node_devices, pod_assignment, pod_request
+from tidesched.model.volumes import PodVolume, pod_volumes
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 KUBELET_DEFAULT_MAX_PODS = 110  # the kubelet's --max-pods default, registered as allocatable pods
@@ -170,6 +172,8 @@ class Pod:
     claims: tuple[PodClaim, ...] = ()
     # spec.schedulingGates' names: while any is there the pod is not scheduled (model.gates)
     scheduling_gates: tuple[str, ...] = ()
+    # spec.volumes that use PersistentVolumeClaims (model/volumes.py)
+    volumes: tuple[PodVolume, ...] = ()
     # when the PodScheduled condition turned True (0: not scheduled), for cdp's cooldown
     scheduled_time: float = 0.0
 
@@ -329,6 +333,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         vgpu_assignment=pod_assignment(meta.annotations) if vgpu is not None else None,
         claims=pod_claims(spec, status),
         scheduling_gates=parse_scheduling_gates(spec),
+        volumes=pod_volumes(spec, meta.name),
         scheduled_time=scheduled_time(status),
     )
 
@@ -465,6 +470,7 @@ class PodGroup:
     phase: str
     conditions: tuple[Mapping[str, Any], ...]
     preemptable: bool
+    topology: GangTopology | None = None  # spec.networkTopology and spec.subGroupPolicy
     # spec.minResources by name as written (``requests.cpu`` too), for the resourcequota plugin
     min_resource_list: ResourceList | None = None
 
@@ -503,6 +509,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
         phase=phase,
         conditions=tuple(c for c in _list(status, "conditions", "status.conditions") if isinstance(c, Mapping)),
         preemptable=bool(preempt),
+        topology=parse_gang_topology(spec),
         min_resource_list=None if min_res is None else resource_list(min_res, "spec.minResources"),
     )
 

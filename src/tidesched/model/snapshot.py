@@ -13,7 +13,9 @@ from typing import Any
 from tidesched.model.dra.objects import NAMESPACED as DRA_NAMESPACED
 from tidesched.model.dra.objects import PARSERS as DRA_PARSERS
 from tidesched.model.dra.records import DraObjects
+from tidesched.model.hypernodes import HyperNode, parse_hypernode
 from tidesched.model.loader import Manifest
+from tidesched.model.network_topology import pod_network_topology
 from tidesched.model.objects import (
     DEFAULT_QUEUE,
     QUEUE_NAME_ANNOTATION,
@@ -37,6 +39,17 @@ from tidesched.model.numatopology import Numatopology, parse_numatopology
 from tidesched.model.resource_quota import ResourceQuota, parse_resource_quota
 from tidesched.model.resource import Resource
 from tidesched.model.status import PodGroupPhase, QueueState
+from tidesched.model.volumes import (
+    CSINode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeCatalog,
+    parse_csi_node,
+    parse_pv,
+    parse_pvc,
+    parse_storage_class,
+)
 
 DEFAULT_SCHEDULER_NAME = "volcano"
 
@@ -47,13 +60,26 @@ _PARSERS = {
     "Queue": parse_queue,
     "PriorityClass": parse_priority_class,
     "PodDisruptionBudget": parse_pdb,
+    "HyperNode": parse_hypernode,  # topology.volcano.sh (model.hypernodes)
     "ResourceQuota": parse_resource_quota,
     "Numatopology": parse_numatopology,
+    # Storage (model/volumes.py): what the predicates' volume checks read
+    "PersistentVolumeClaim": parse_pvc,
+    "PersistentVolume": parse_pv,
+    "StorageClass": parse_storage_class,
+    "CSINode": parse_csi_node,
     **DRA_PARSERS,  # DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate
 }
 PARSERS = _PARSERS  # kind -> parse function (raises ObjectError naming the field)
 # Namespaced kinds: their identity (duplicates) is ``namespace/name``.
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota"}) | DRA_NAMESPACED
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"}) | DRA_NAMESPACED
+# The storage kinds and the ClusterSnapshot list each goes to.
+VOLUME_KINDS = {
+    "PersistentVolumeClaim": "pvcs",
+    "PersistentVolume": "pvs",
+    "StorageClass": "storage_classes",
+    "CSINode": "csi_nodes",
+}
 # Kinds a scheduler snapshot does not use but that legitimately appear beside the ones it
 # does (the simulator's controllers read some of them).
 IGNORED_KINDS = frozenset(
@@ -97,12 +123,28 @@ class ClusterSnapshot:
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # policy/v1, for preemption
     dra: DraObjects = field(default_factory=DraObjects)  # DRA classes, slices, claims, templates
+    hypernodes: list[HyperNode] = field(default_factory=list)  # network topology (model.hypernode_tree)
     resource_quotas: list[ResourceQuota] = field(default_factory=list)  # for the resourcequota plugin
     numatopologies: list[Numatopology] = field(default_factory=list)  # for the numa-aware plugin
     # Measured load by node name (a metrics source's, in `tidesched run`): usage, rescheduling
     node_usage: dict[str, NodeUsage] = field(default_factory=dict)
     problems: list[Event] = field(default_factory=list)  # malformed objects, skipped
     ignored: list[str] = field(default_factory=list)  # sources of objects of unused kinds
+    pvcs: list[PersistentVolumeClaim] = field(default_factory=list)
+    pvs: list[PersistentVolume] = field(default_factory=list)
+    storage_classes: list[StorageClass] = field(default_factory=list)
+    csi_nodes: list[CSINode] = field(default_factory=list)
+    # ``--ignored-provisioners``: whose volumes Volcano's cache does not count against attach limits
+    ignored_provisioners: frozenset[str] = frozenset()
+    catalog: VolumeCatalog | None = None  # made on first use (the cluster cache hands its own)
+
+    def volumes(self) -> VolumeCatalog:
+        """The storage objects as a :class:`VolumeCatalog`, made once."""
+        if self.catalog is None:
+            self.catalog = VolumeCatalog(
+                self.pvcs, self.pvs, self.storage_classes, self.csi_nodes, self.ignored_provisioners
+            )
+        return self.catalog
 
 
 def _kind_for_event(kind: str) -> str:
@@ -148,6 +190,7 @@ def synthesize_podgroup(pod: Pod) -> PodGroup:
         phase=PodGroupPhase.RUNNING if running else PodGroupPhase.PENDING,
         conditions=(),
         preemptable=pod.preemptable if "volcano.sh/preemptable" in pod.meta.annotations else False,
+        topology=pod_network_topology(pod.meta.annotations),
     )
 
 
@@ -175,11 +218,12 @@ def build_snapshot(
     synthesize_podgroups: bool = True,
     ensure_default_queue: bool = True,
     strict_kinds: bool = True,
+    ignored_provisioners: Iterable[str] = (),
 ) -> ClusterSnapshot:
     """Parse raw objects into a snapshot. Malformed objects are skipped and reported as
     Warning events in ``problems``; an unknown kind raises UnknownKindError when
     ``strict_kinds`` (the CLI) and is reported otherwise."""
-    snap = ClusterSnapshot()
+    snap = ClusterSnapshot(ignored_provisioners=frozenset(ignored_provisioners))
     ours = set(scheduler_names)
     seen: dict[tuple[str, str], str] = {}
     for item in manifests:
@@ -232,10 +276,14 @@ def build_snapshot(
             snap.queues.append(record)  # type: ignore[arg-type]
         elif kind == "PodDisruptionBudget":
             snap.pdbs.append(record)  # type: ignore[arg-type]
+        elif kind == "HyperNode":
+            snap.hypernodes.append(record)  # type: ignore[arg-type]
         elif kind == "ResourceQuota":
             snap.resource_quotas.append(record)  # type: ignore[arg-type]
         elif kind == "Numatopology":
             snap.numatopologies.append(record)  # type: ignore[arg-type]
+        elif kind in VOLUME_KINDS:
+            getattr(snap, VOLUME_KINDS[kind]).append(record)
         else:
             snap.priority_classes.append(record)  # type: ignore[arg-type]
 
@@ -263,9 +311,19 @@ def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
         snap.queues = [q for q in snap.queues if q.name != key]
     elif kind == "PodDisruptionBudget":
         snap.pdbs = [p for p in snap.pdbs if p.key != key]
+    elif kind == "HyperNode":
+        snap.hypernodes = [h for h in snap.hypernodes if h.name != key]
     elif kind == "ResourceQuota":
         snap.resource_quotas = [q for q in snap.resource_quotas if q.key != key]
     elif kind == "Numatopology":
         snap.numatopologies = [t for t in snap.numatopologies if t.key != key]
+    elif kind in VOLUME_KINDS:
+        attr = VOLUME_KINDS[kind]
+        setattr(snap, attr, [r for r in getattr(snap, attr) if _volume_key(r) != key])
     else:
         snap.priority_classes = [p for p in snap.priority_classes if p.name != key]
+
+
+def _volume_key(record: object) -> str:
+    key = getattr(record, "key", None)
+    return key if isinstance(key, str) else str(getattr(record, "name", ""))

@@ -17,6 +17,12 @@ Registers PredicateFn. For a task it returns, over all nodes at once:
   placed pods and this session's placements (``predicate.PodTopologySpreadEnable``, on by
   default as in Volcano; see ``plugins/topology_spread.py``). A node without a topology key is
   unresolvable; a skew too large is not (evicting pods may fix it).
+* Volumes, for pods with PersistentVolumeClaims only (``docs/volumes.md``): Volcano's count of
+  CSI volumes against nodes' attach limits, NodeVolumeLimits and VolumeZone before the spread
+  check, VolumeBinding after it (``predicate.NodeVolumeLimitsEnable``, ``VolumeZoneEnable``,
+  ``VolumeBindingEnable``, all on by default; ``plugins/volume_limits.py``,
+  ``plugins/volume_binding.py``). Their PreFilters run as the pre-predicate; the claims'
+  bindings are reserved when a pod is placed and planned for its binding at dispatch.
 
 Predicate cache (EXT-4, seed 004). The node-property filters (the first three) never change
 within a session, so their mask is cached per *task template*: a key derived from everything
@@ -45,8 +51,11 @@ from tidesched.model.node_table import required_affinity_terms
 from tidesched.model.objects import HostPort
 from tidesched.model.status import TaskStatus
 from tidesched.plugins.topology_spread import spread_inputs
+from tidesched.plugins.volume_binding import NAME as VOLUME_BINDING, VolumeBinder
+from tidesched.plugins.volume_limits import REASON_ZONE, ZONE_NAME, VolumeLimits, zone_mask, zone_topologies
 
 if TYPE_CHECKING:
+    from tidesched.model.volumes import VolumePlan
     from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
@@ -121,6 +130,16 @@ def template_key(task: "TaskInfo") -> str:
 _pod_affinity = required_affinity_terms
 
 
+def _fail(
+    passed: np.ndarray, failures: list[NodeFailure], reason: str, nodes: np.ndarray, unresolvable: bool
+) -> None:
+    """Nodes still passing that fail for ``reason``: named by it, and no longer passing."""
+    newly = passed & nodes
+    if newly.any():
+        failures.append(NodeFailure(reason, newly, unresolvable))
+        passed &= ~nodes
+
+
 def _ports_conflict(a: HostPort, b: HostPort) -> bool:
     if a.port != b.port or a.protocol != b.protocol:
         return False
@@ -138,6 +157,13 @@ class PredicatesPlugin(Plugin):
         self.pod_affinity_on = arguments.get_bool("predicate.PodAffinityEnable", True)
         self.spread_on = arguments.get_bool("predicate.PodTopologySpreadEnable", True)
         arguments.get_bool(DRA_ENABLE, False)  # accepted: claims are allocated either way
+        self.volume_limits_on = arguments.get_bool("predicate.NodeVolumeLimitsEnable", True)
+        self.volume_zone_on = arguments.get_bool("predicate.VolumeZoneEnable", True)
+        self.volume_binding_on = arguments.get_bool("predicate.VolumeBindingEnable", True)
+        # Volcano's VolumeBinding arguments: the wait for the PV controller at bind; the score
+        # (weight, shape) only counts with the StorageCapacityScoring feature gate, off here.
+        self.bind_timeout = float(arguments.get_int("volumebinding.bindTimeoutSeconds", 600))
+        arguments.get_int("volumebinding.weight", 1)
 
     def on_session_open(self, ssn: "Session") -> None:
         table = ssn.table
@@ -162,6 +188,11 @@ class PredicatesPlugin(Plugin):
         ssn.add_fn("predicate", self.name, self.predicate)
         ssn.add_row_fn("predicate", self.name, RowFn(self._row_key, self._rows))
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+        # Volumes: made on first use (most sessions have no pod with a claim).
+        self._binder: VolumeBinder | None = None
+        self._limits: VolumeLimits | None = None
+        ssn.add_fn("pre_predicate", self.name, self._volume_pre_predicate)
+        ssn.plan_volumes = self._plan_volumes
 
     def _on_allocate(self, task: "TaskInfo") -> None:
         row = self._evicted.pop(task.uid, None)
@@ -169,8 +200,17 @@ class PredicatesPlugin(Plugin):
             self._evicted_per_row[row] -= 1
         if not self._anti_holders and _pod_affinity(task, "podAntiAffinity"):
             self._anti_holders = True
+        if task.pod.volumes:
+            self._volume_limits().allocated(task)
+            if self.volume_binding_on:
+                self._volume_binder().reserve(task)
 
     def _on_deallocate(self, task: "TaskInfo") -> None:
+        if task.pod.volumes:
+            if self._limits is not None:
+                self._limits.deallocated(task)
+            if self._binder is not None:
+                self._binder.unreserve(task)
         if task.status != TaskStatus.RELEASING or task.uid in self._evicted:
             return
         row = self.ssn.table.index.get(task.node_name)
@@ -233,7 +273,10 @@ class PredicatesPlugin(Plugin):
 
     def _row_key(self, task: "TaskInfo") -> str | None:
         """Row-local (static filters and the node's pod slots) unless the task needs the
-        checks that read other pods: host ports, pod (anti-)affinity, hard topology spread."""
+        checks that read other pods: host ports, pod (anti-)affinity, hard topology spread,
+        and volumes (what this session gave other pods' claims)."""
+        if task.pod.volumes:
+            return None
         if self.ports_on and task.pod.host_ports:
             return None
         if self._needs_pod_affinity(task):
@@ -267,9 +310,86 @@ class PredicatesPlugin(Plugin):
             self._check_ports(task, passed, failures)
         if self._needs_pod_affinity(task):
             self._check_pod_affinity(task, passed, failures)
+        if task.pod.volumes:
+            self._check_volume_limits(task, passed, failures)
         if self.spread_on and task.pod.spread_constraints:
             self._check_topology_spread(task, passed, failures)
+        if task.pod.volumes and self.volume_binding_on:
+            self._check_volume_binding(task, passed, failures)
         return PredicateResult(passed, failures)
+
+    # -- volumes --------------------------------------------------------------------------
+
+    def _volume_binder(self) -> VolumeBinder:
+        if self._binder is None:
+            ssn = self.ssn
+            self._binder = VolumeBinder(ssn.snapshot.volumes(), self.labels, ssn.table, self.bind_timeout)
+        return self._binder
+
+    def _volume_limits(self) -> VolumeLimits:
+        if self._limits is None:
+            self._limits = VolumeLimits(self.ssn.snapshot.volumes(), self.ssn.table, self._evicted)
+        return self._limits
+
+    def _volume_prefilter(self, task: "TaskInfo") -> str | None:
+        """The volume plugins' PreFilters in Volcano's order (VolumeZone, then VolumeBinding):
+        why the pod fits no node, as Volcano words a failed pre-predicate."""
+        catalog = self.ssn.snapshot.volumes()
+        if self.volume_zone_on:
+            topologies = zone_topologies(task.pod, catalog)
+            if isinstance(topologies, str):
+                return f"plugin {ZONE_NAME} pre-predicates failed {topologies}"
+        if self.volume_binding_on:
+            claims = self._volume_binder().claims(task)
+            if isinstance(claims, str):
+                return f"plugin {VOLUME_BINDING} pre-predicates failed {claims}"
+        return None
+
+    def _volume_pre_predicate(self, task: "TaskInfo") -> str | None:
+        if not task.pod.volumes:
+            return None
+        reason = self._volume_prefilter(task)
+        if reason is None:
+            return None
+        n = len(self.ssn.table)  # Volcano sets the error on every node
+        return f"0/{n} nodes are unavailable: {n} {reason}."
+
+    def _check_volume_limits(
+        self, task: "TaskInfo", passed: np.ndarray, failures: list[NodeFailure]
+    ) -> None:
+        """Volcano's attach count, NodeVolumeLimits and VolumeZone (a failed PreFilter fails
+        every node, so a reader of the predicate alone, like explain, sees it too)."""
+        reason = self._volume_prefilter(task)
+        if reason is not None:
+            _fail(passed, failures, reason, np.ones(len(passed), dtype=bool), True)
+            return
+        limits = self._volume_limits()
+        for why, nodes in limits.attach_failures(task):
+            _fail(passed, failures, why, nodes, False)
+        if self.volume_limits_on:
+            over, error = limits.limit_failures(task)
+            if error is not None:
+                _fail(passed, failures, error, np.ones(len(passed), dtype=bool), True)
+            for why, nodes in over:
+                _fail(passed, failures, why, nodes, False)
+        if self.volume_zone_on:
+            topologies = zone_topologies(task.pod, self.ssn.snapshot.volumes())
+            if isinstance(topologies, list) and topologies:
+                _fail(passed, failures, REASON_ZONE, ~zone_mask(topologies, self.labels), True)
+
+    def _check_volume_binding(
+        self, task: "TaskInfo", passed: np.ndarray, failures: list[NodeFailure]
+    ) -> None:
+        claims = self._volume_binder().claims(task)
+        if isinstance(claims, str):
+            return  # the PreFilter's failure was named above
+        for why, nodes in self._volume_binder().filter(claims, task):
+            _fail(passed, failures, why, nodes, True)
+
+    def _plan_volumes(self, task: "TaskInfo") -> "VolumePlan | None":
+        if not task.pod.volumes or self._binder is None:
+            return None
+        return self._binder.plan(task)
 
     def _check_topology_spread(
         self, task: "TaskInfo", passed: np.ndarray, failures: list[NodeFailure]

@@ -87,6 +87,7 @@ class Scenario:
     max_idle_gap: float | None = None
     duration_jitter: float = 0.0
     scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
+    ignored_provisioners: tuple[str, ...] = ()  # vc-scheduler's --ignored-provisioners
     description: str = ""
     source: str = "<scenario>"
     warnings: list[str] = field(default_factory=list)

@@ -40,7 +40,7 @@ import orjson
 
 from tidesched.framework.decisions import Decisions
 from tidesched.framework.reasons import PREEMPT, RECLAIM, evicted_by
-from tidesched.model.snapshot import build_snapshot
+from tidesched.model.snapshot import VOLUME_KINDS, build_snapshot
 from tidesched.model.state import build_state
 from tidesched.scheduler import config_from_file, run_session
 from tidesched.sim.clock import Clock
@@ -51,6 +51,7 @@ from tidesched.sim.invariants import RULE_RESTART, RULE_SESSION, InvariantChecke
 from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacity_card_args, mean, percentile
 from tidesched.sim.events import Scenario, TimedEvent, object_kind
 from tidesched.sim.scenario import load_scenario
+from tidesched.sim.topology_metrics import TopologyMetrics
 from tidesched.sim.vocabulary import NAMESPACED_KINDS
 from tidesched.sim.world import (
     EPOCH,
@@ -138,6 +139,7 @@ class Engine:
             eviction_grace=scenario.eviction_grace,
             deletion_grace=scenario.deletion_grace,
             duration_jitter=scenario.duration_jitter,
+            ignored_provisioners=scenario.ignored_provisioners,
         )
         self.controllers = Controllers(self.world, self.emit, scenario.finished_ttl)
         self.accounting = Accounting(self.world)
@@ -147,6 +149,7 @@ class Engine:
         self.tracker = WorkloadTracker(self.world, mapping if isinstance(mapping, dict) else {})
         self.world.listeners.append(self.log.on_change)
         self.invariants = InvariantChecker(self.world, self.accounting, self.config)
+        self.topology = TopologyMetrics(self.world)  # HyperNode figures (sim.topology_metrics)
         self.steps: list[dict[str, Any]] = []
         self.session_seconds: list[float] = []
         self.totals = {
@@ -373,6 +376,7 @@ class Engine:
     # -- steps --------------------------------------------------------------------------
 
     def record_step(self, k: int, t: float, applied: Applied | None, force: bool = False) -> None:
+        self.topology.sample(t)
         step = self.accounting.step(t)
         ev = applied.evicted if applied is not None else []
         step["evictions"] = len(ev)
@@ -429,12 +433,14 @@ class Engine:
         """REL-3: a scheduler restarted now — state rebuilt from the objects alone — decides
         exactly what the running one (on its incremental cache) decided."""
         world = self.world
-        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget", "ResourceQuota",
-                                    "Numatopology", "DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+        objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget",
+                                    "ResourceQuota", "Numatopology", *VOLUME_KINDS, "DeviceClass",
+                                    "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
                    for _key, obj in world.items(kind)]
         try:
             snapshot = build_snapshot(objects, scheduler_names=self.sc.scheduler_names,
-                                      synthesize_podgroups=False, strict_kinds=False)
+                                      synthesize_podgroups=False, strict_kinds=False,
+                                      ignored_provisioners=self.sc.ignored_provisioners)
             fresh = _session(snapshot, self.config, scheduler_names=self.sc.scheduler_names,
                              uid=f"session-{n}", now=EPOCH + t, state=build_state(snapshot, self.sc.scheduler_names),
                              features=self.sc.feature_gates)
@@ -621,6 +627,7 @@ class Engine:
             "events_dropped": self.log.dropped,
             "events_by_reason": dict(sorted(self.log.by_reason.items())),
             "gangs_timed_out": len(self.gang_timeouts),
+            **({"topology": topo} if (topo := self.topology.summary()) else {}),
             "config": self._config_name(),
             "stopped": self.sc_stop_reason(),
         }
@@ -642,6 +649,7 @@ class Engine:
                 "notes": list(self.invariants.notes),
             },
             "summary": summary,
+            **({"topology": detail} if (detail := self.topology.detail()) else {}),
         }
 
     def _config_name(self) -> str:

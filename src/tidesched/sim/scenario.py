@@ -6,6 +6,7 @@
     duration: 24h               # simulated time; omitted: run until nothing is left to do
     scheduler:
       configFile: scheduler.conf   # Volcano scheduler config, relative to this file
+      ignoredProvisioners: [kubernetes.io/no-provisioner]   # vc-scheduler's --ignored-provisioners
     manifests: [cluster.yaml, workloads/]   # loaded at t=0: any mix of Node, Queue, ...
     events:
     - {at: 08:00, scale: {deployment: online/chat, replicas: 6}}
@@ -72,7 +73,7 @@ _TOP_KEYS = {
     "checkRestart",
 }
 _TRACE_KEYS = {"dir", "pods", "compression", "fill", "limit", "seed", "gpuSharing"}
-_SCHEDULER_KEYS = {"config", "configFile", "names", "featureGates"}
+_SCHEDULER_KEYS = {"config", "configFile", "names", "featureGates", "ignoredProvisioners"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,6 +173,9 @@ def scenario_from_mapping(
         features = parse_feature_gates(sched.get("featureGates"))
     except ValueError as exc:
         raise ScenarioError(f"{source}: scheduler.featureGates: {exc}") from None
+    ignored = sched.get("ignoredProvisioners", [])
+    if not isinstance(ignored, list) or not all(isinstance(p, str) and p for p in ignored):
+        raise ScenarioError(f"{source}: scheduler.ignoredProvisioners: expected a list of provisioner names, got {ignored!r}")
     config: SchedulerConfig | None = None
     config_source = "<volcano default>"
     try:
@@ -247,6 +251,7 @@ def scenario_from_mapping(
         max_idle_gap=max_gap if max_gap else None,
         duration_jitter=float(jitter),
         scheduler_names=tuple(names),
+        ignored_provisioners=tuple(ignored),
         description=str(doc.get("description") or ""),
         source=source,
         warnings=warnings,

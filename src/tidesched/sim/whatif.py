@@ -46,8 +46,10 @@ from tidesched.sim.events import Scenario, check_objects, object_kind, object_na
 from tidesched.sim.world import Applied, iso
 
 # Kinds read from the cluster that the simulation takes as they are.
-CLUSTER_KINDS = ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget", "ResourceQuota",
-                 "Numatopology")
+CLUSTER_KINDS = (
+    "Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget", "ResourceQuota", "Numatopology",
+    "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode",
+)
 SERVICE_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "DaemonSet", "Deployment"})
 MAX_LISTED = 2000  # binds/evictions listed in the result (all are counted)
 

@@ -6,8 +6,9 @@ ReplicaSets exactly as the API gives them. It hands the scheduling core a
 core's :class:`~tidesched.framework.session.Decisions`:
 
 * bind → ``spec.nodeName``, phase Running, ``status.startTime``, the ``PodScheduled``
-  condition; when the pod carries a run
-  time (``sim.tidesched.io/duration``) its completion is scheduled on the clock;
+  condition; when the pod carries a run time (``sim.tidesched.io/duration``) its completion is
+  scheduled on the clock; its volume plan first (a PV's ``claimRef``, a claim's selected node),
+  which the simulated PV controller completes (``controllers/volumes.py``);
 * evict → ``metadata.deletionTimestamp``; the pod keeps its node resources (Releasing) for the
   eviction grace period, then it is gone and its controller hears of it (PodEvicted);
 * PodGroup phase and conditions are written back (conditions only when their content
@@ -41,6 +42,8 @@ from tidesched.model.cache import ClusterCache
 from tidesched.model.objects import DEFAULT_NAMESPACE, GROUP_NAME_ANNOTATION
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
 from tidesched.model.state import SessionState
+from tidesched.model.volumes import SELECTED_NODE, VolumePlan
+from tidesched.sim.claim_writes import write_claims
 from tidesched.sim.clock import Clock
 from tidesched.sim.vocabulary import (
     DURATION_ANNOTATION,
@@ -235,6 +238,7 @@ class World:
         eviction_grace: float = 30.0,
         deletion_grace: float = 30.0,
         duration_jitter: float = 0.0,
+        ignored_provisioners: Iterable[str] = (),
     ) -> None:
         self.clock = clock
         self.scheduler_names = frozenset(scheduler_names)
@@ -247,7 +251,9 @@ class World:
         self.listeners: list[Listener] = []
         # Parsed records and session infos of the kinds the scheduler reads. Bare pods get no
         # PodGroup made up: the simulated podgroup controller creates real ones.
-        self.cache = ClusterCache(self.scheduler_names, synthesize_podgroups=False)
+        self.cache = ClusterCache(
+            self.scheduler_names, synthesize_podgroups=False, ignored_provisioners=ignored_provisioners
+        )
         self._sorted: dict[str, list[str] | None] = {k: None for k in WORLD_KINDS}
         self.pods_by_node: dict[str, set[str]] = defaultdict(set)
         self.pods_by_group: dict[str, set[str]] = defaultdict(set)  # "ns/pg" -> pod keys
@@ -429,40 +435,6 @@ class World:
         self.schedule_finish(key, new)
         return True
 
-    def write_claims(self, pod_key: str, writes: Any, now: float) -> bool:
-        """A bind's DRA claim writes, before the binding as kube-scheduler's PreBind does: the
-        allocation (unless the claim has it already — another pod of the session wrote the
-        same one) and the pod in ``reservedFor``. False, writing nothing, when a claim is gone
-        or holds another allocation."""
-        pod = self.get("Pod", pod_key)
-        if pod is None:
-            return False
-        ref = {"resource": "pods", "name": split_key(pod_key)[1], "uid": str(meta(pod).get("uid") or "")}
-        updates = []
-        for w in writes:
-            claim = self.get("ResourceClaim", w.claim)
-            if claim is None or is_deleting(claim):
-                return False
-            st = dict(status(claim))
-            if w.allocation is not None:
-                have = st.get("allocation")
-                if have is not None and have.get("devices") != w.allocation.get("devices"):
-                    return False
-                if have is None:
-                    st["allocation"] = dict(w.allocation, allocationTimestamp=iso(now))
-            elif st.get("allocation") is None:
-                return False
-            reserved = list(st.get("reservedFor") or [])
-            if all(r.get("uid") != ref["uid"] for r in reserved):
-                reserved.append(ref)
-            st["reservedFor"] = reserved
-            new = dict(claim)
-            new["status"] = st
-            updates.append(new)
-        for new in updates:
-            self.put("ResourceClaim", new)
-        return True
-
     def remove_gates(self, key: str, names: Iterable[str] | None = None) -> bool:
         """Lift the pod's scheduling gates of these names (all when None); False when it has
         none of them."""
@@ -476,6 +448,21 @@ class World:
             return False
         self.put("Pod", with_section(pod, "spec", schedulingGates=kept))
         return True
+
+    def write_volume_plan(self, plan: VolumePlan) -> None:
+        """What ``tidesched run`` writes before a pod's Binding: each chosen PV names its claim,
+        each claim to provision names the node."""
+        for pv_name, claim_key, claim_uid in plan.static:
+            pv = self.get("PersistentVolume", pv_name)
+            if pv is not None:
+                ns, name = split_key(claim_key)
+                ref = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": ns, "name": name,
+                       "uid": claim_uid}
+                self.put("PersistentVolume", with_section(pv, "spec", claimRef=ref))
+        for claim_key in plan.provision:
+            claim = self.get("PersistentVolumeClaim", claim_key)
+            if claim is not None:
+                self.put("PersistentVolumeClaim", with_meta_map(claim, "annotations", {SELECTED_NODE: plan.node}))
 
     def schedule_finish(self, key: str, pod: Mapping[str, Any]) -> None:
         """Queue the end of a running pod's run time (``sim.tidesched.io/duration``), if it has one."""
@@ -596,9 +583,12 @@ class World:
                 out.stale.append(key)
         for key, node in sorted(d.bound.items()):
             writes = d.claim_writes.get(key)
-            if writes is not None and not self.write_claims(key, writes, now):
+            if writes is not None and not write_claims(self, key, writes, iso(now)):
                 out.stale.append(key)
                 continue
+            plan = d.volume_bindings.get(key)
+            if plan is not None:
+                self.write_volume_plan(plan)
             if self.bind_pod(key, node, now, d.bind_annotations.get(key)):
                 out.bound.append((key, node))
             else:

@@ -29,9 +29,12 @@ scheduling sessions. No scheduling logic lives here — only object lifecycles.
   ``reservedFor``, unreserved claims are deallocated, claims made for such pods deleted.
 * **Completion and clean-up**: pods end after their run time (see :mod:`tidesched.sim.world`);
   finished Jobs, finished bare pods and their PodGroups are removed after ``finishedTTL``.
+* **Volumes** (kube-controller-manager's PV binder and ephemeral-volume controller, and a
+  provisioner): claims bound, provisioned on the node the scheduler chose, ephemeral volumes'
+  claims made (``volumes``).
 
 Modules: ``vcjob``, ``deployment`` (Deployment and ReplicaSet), ``podgroup`` (PodGroups for other
-pods, clean-up), ``common`` (what they share); :class:`Controllers` here routes world changes
+pods, clean-up), ``volumes``, ``common`` (what they share); :class:`Controllers` here routes world changes
 to them. Controllers react to world changes: a listener marks objects dirty and :meth:`Controllers.
 reconcile` works through them in sorted order until nothing is left, so a run is the same every
 time.
@@ -46,6 +49,7 @@ from tidesched.sim.controllers.deployment import DeploymentController, ReplicaSe
 from tidesched.sim.controllers.podgroup import PodGroupController
 from tidesched.sim.controllers.resourceclaim import ResourceClaimController
 from tidesched.sim.controllers.vcjob import VolcanoJobController
+from tidesched.sim.controllers.volumes import VolumeController
 from tidesched.sim.world import FINISHED_POD_PHASES, World, controller_owner, pod_phase, split_key
 
 
@@ -62,12 +66,15 @@ class Controllers:
         self.replicasets = ReplicaSetController(world, emit)
         self.podgroups = PodGroupController(world, emit, finished_ttl)
         self.claims = ResourceClaimController(world, emit)
+        self.volumes = VolumeController(world, emit)
         self._removed_owners: list[tuple[str, str]] = []
         world.listeners.append(self.on_change)
 
     def on_change(
         self, kind: str, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None, cause: str
     ) -> None:
+        if kind in ("Pod", "PersistentVolumeClaim", "PersistentVolume"):
+            self.volumes.on_change(kind, key, old, new)
         if kind == "Pod":
             pod = new if new is not None else old
             assert pod is not None
@@ -107,6 +114,7 @@ class Controllers:
             or self.replicasets.dirty
             or self.podgroups.dirty
             or self.claims.dirty
+            or self.volumes.dirty
             or self._removed_owners
         )
 
@@ -123,6 +131,7 @@ class Controllers:
             removed, self._removed_owners = self._removed_owners, []
             for kind, key in removed:
                 self.podgroups.gc_owner(kind, key)
+            self.volumes.reconcile(now)
         self.emit(
             "Simulator",
             "",
