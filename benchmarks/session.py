@@ -13,6 +13,10 @@ nodeorder with all its weights non-zero, and binpack. Run by hand:
                                                           # groups, each queue requires 4
     .venv/bin/python benchmarks/session.py --nodes 5000 --spread 0.2   # a fifth of the jobs
         # with topology spread constraints (zone DoNotSchedule maxSkew 2, hostname ScheduleAnyway)
+    .venv/bin/python benchmarks/session.py --nodes 5000 --pods 20000 --hypernodes
+        # network topology (issue 34): the nodes in tier-1 HyperNodes of 10 and tier-2 ones of 10
+        # leaves (5,000 nodes: 500 and 50), the network-topology-aware plugin on; every gang with a
+        # hard tier-1 constraint, then the same cluster and pods without constraints
     .venv/bin/python benchmarks/session.py --nodes 5000 --v115   # plus Volcano v1.15's row-local
         # plugins resource-strategy-fit, usage and numa-aware (no usage or NUMA data: the cost
         # of having them in the config), against the same size without --v115
@@ -61,6 +65,10 @@ tiers:
 GANG_SIZES = [1, 1, 2, 4, 4, 8, 16]
 SCALING = [(1000, 5000), (5000, 20000), (10000, 50000), (20000, 100000)]
 
+
+TOPOLOGY_PLUGIN = """  - name: network-topology-aware
+"""
+LEAF_NODES, SPINE_LEAVES = 10, 10
 
 NODEGROUP_PLUGIN = """  - name: nodegroup
     arguments:
@@ -155,6 +163,32 @@ def generate(
     return objs
 
 
+def hypernodes(n_nodes: int) -> list[dict[str, Any]]:
+    """Tier-1 HyperNodes of LEAF_NODES consecutive nodes, tier-2 ones of SPINE_LEAVES leaves."""
+    def hn(name: str, tier: int, of: str, members: list[str]) -> dict[str, Any]:
+        return {"kind": "HyperNode", "metadata": {"name": name}, "spec": {"tier": tier, "members": [
+            {"type": of, "selector": {"exactMatch": {"name": m}}} for m in members]}}
+
+    leaves = [f"leaf-{k:04d}" for k in range((n_nodes + LEAF_NODES - 1) // LEAF_NODES)]
+    objs = [hn(leaf, 1, "Node", [f"node-{i:05d}" for i in range(k * LEAF_NODES, min(n_nodes, (k + 1) * LEAF_NODES))])
+            for k, leaf in enumerate(leaves)]
+    objs += [hn(f"spine-{s:03d}", 2, "HyperNode", leaves[s * SPINE_LEAVES:(s + 1) * SPINE_LEAVES])
+             for s in range((len(leaves) + SPINE_LEAVES - 1) // SPINE_LEAVES)]
+    return objs
+
+
+def run_topology(n_nodes: int, n_pods: int) -> None:
+    """The same cluster and pods twice: every gang with a hard tier-1 constraint, then none."""
+    for constrained in (True, False):
+        objs = generate(n_nodes, n_pods) + hypernodes(n_nodes)
+        if constrained:
+            for o in objs:
+                if o["kind"] == "PodGroup":
+                    o["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1}
+        print("hard tier-1 gangs:" if constrained else "unconstrained:   ", end=" ", flush=True)
+        run_objects(objs, config_from_text(CONFIG + TOPOLOGY_PLUGIN), n_nodes, n_pods)
+
+
 V115_PLUGINS = """\
   - name: resource-strategy-fit
     arguments:
@@ -167,6 +201,10 @@ V115_PLUGINS = """\
 def run(n_nodes: int, n_pods: int, nodegroups: bool = False, spread: float = 0.0, v115: bool = False) -> None:
     objs = generate(n_nodes, n_pods, nodegroups=nodegroups, spread=spread)
     config = config_from_text(CONFIG + (NODEGROUP_PLUGIN if nodegroups else "") + (V115_PLUGINS if v115 else ""))
+    run_objects(objs, config, n_nodes, n_pods)
+
+
+def run_objects(objs: list[dict[str, Any]], config: Any, n_nodes: int, n_pods: int) -> None:
     t0 = time.perf_counter()
     snapshot = build_snapshot(objs)
     t1 = time.perf_counter()
@@ -227,6 +265,8 @@ def main() -> None:
     )
     ap.add_argument("--nodegroups", action="store_true", help="label nodes with 8 groups, give queues affinity, add the nodegroup plugin")
     ap.add_argument("--spread", type=float, default=0.0, help="fraction of jobs with topology spread constraints")
+    ap.add_argument("--hypernodes", action="store_true",
+                    help="HyperNodes of 10 nodes and 10 leaves, network-topology-aware on; hard tier-1 gangs, then unconstrained")
     ap.add_argument("--v115", action="store_true", help="add resource-strategy-fit, usage and numa-aware")
     ap.add_argument("--cli", action="store_true", help="time `tidesched schedule` end to end in a child process")
     ap.add_argument("--repeat", type=int, default=1, help="with --cli: runs per size")
@@ -241,7 +281,10 @@ def main() -> None:
         return
     tune_gc()  # as the command line does
     for n in args.nodes:
-        run(n, args.pods, args.nodegroups, args.spread, args.v115)
+        if args.hypernodes:
+            run_topology(n, args.pods)
+        else:
+            run(n, args.pods, args.nodegroups, args.spread, args.v115)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import time
 from builders import node, pod
 from cluster_helpers import FAST_INFORMER, fake_api, informers, kube_for, wait
 from tidesched.cluster.store import (
+    HYPERNODE,
     NODE,
     NUMATOPO,
     POD,
@@ -292,6 +293,19 @@ def test_an_optional_kind_without_its_crd_counts_as_listed_and_empty() -> None:
             inf = next(i for i in infs if i.rtype.kind == NUMATOPO)
             assert inf.errors == 0  # an absent CRD is no error
         assert api.count("GET", r"^/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies") >= 1
+
+
+def test_hypernodes_absent_from_the_cluster_count_as_listed_and_empty() -> None:
+    """A cluster without Volcano's topology CRD answers 404 for HyperNodes: the kind is listed
+    as empty (the store syncs, the scheduler starts) and is no error."""
+    with fake_api() as api:
+        api.create(node("n1"))
+        with informers(api) as (store, infs):
+            assert store.wait_synced(10)
+            assert store.items(HYPERNODE) == []
+            inf = next(i for i in infs if i.rtype.kind == HYPERNODE)
+            assert inf.errors == 0
+        assert api.count("GET", r"^/apis/topology.volcano.sh/v1alpha1/hypernodes") >= 1
 
 
 def test_an_assumed_storage_object_shows_until_the_watch_brings_another_version() -> None:

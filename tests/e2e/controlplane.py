@@ -238,6 +238,7 @@ _KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): ("/apis/scheduling.volcano.sh/v1beta1", "podgroups", True),
     ("scheduling.k8s.io/v1", "PriorityClass"): ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     ("policy/v1", "PodDisruptionBudget"): ("/apis/policy/v1", "poddisruptionbudgets", True),
+    ("topology.volcano.sh/v1alpha1", "HyperNode"): ("/apis/topology.volcano.sh/v1alpha1", "hypernodes", False),
     ("coordination.k8s.io/v1", "Lease"): ("/apis/coordination.k8s.io/v1", "leases", True),
     ("v1", "Event"): ("/api/v1", "events", True),
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): (

@@ -88,8 +88,13 @@ def test_sigkill_during_a_burst_of_binds_then_restart(e2e) -> None:
     second = e2e.scheduler(VOLCANO_DEFAULT_CONF)
     wait_until(lambda: len(bound(api, ns)) == total, 90, "every pod bound after the restart")
     counts = bindings_per_pod(e2e.cp, ns)
-    assert set(counts) == set(names)
     assert all(c == 1 for c in counts.values()), f"bound twice: {[k for k, c in counts.items() if c > 1]}"
+    # A Binding the killed process had sent can still land while its connection dies: the API
+    # server then audits it with the cancelled request's status instead of 201. Every bound pod
+    # without a 201 must have such an answer on record (not a 409: that one was refused).
+    cut_off = {a.name for a in e2e.cp.audit("binding") if a.namespace == ns and a.code not in (201, 409)}
+    assert set(names) - set(counts) <= cut_off, f"bound without a binding on record: {set(names) - set(counts) - cut_off}"
+    assert set(counts) <= set(names)
     assert_no_node_overcommitted(api, ns, cpu_per_node, 1)
     assert second.metric("tidesched_pods_bound_total") == total - partial
     # A mass submission's Scheduled events are combined on the ReplicaSet, not one per pod.

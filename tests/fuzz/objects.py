@@ -275,6 +275,8 @@ def podgroup_objs(draw: Any, name: str, namespace: str, members: int) -> dict[st
         spec["priorityClassName"] = draw(st.sampled_from(PRIORITY_CLASSES))
     if draw(st.integers(0, 4)) == 0:
         spec["minTaskMember"] = {"worker": draw(st.integers(0, members))}
+    if draw(st.integers(0, 3)) == 0:
+        spec["networkTopology"] = {"mode": draw(st.sampled_from(["hard", "soft"])), "highestTierAllowed": draw(st.integers(0, 3))}
     ann: dict[str, str] = {}
     if draw(st.integers(0, 2)) == 0:
         import json
@@ -339,6 +341,14 @@ def clusters(draw: Any, *, workloads: bool = True) -> list[dict[str, Any]]:
                      "metadata": {"name": "pdb", "namespace": draw(st.sampled_from(NAMESPACES))},
                      "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": draw(st.sampled_from(["web", "train"]))}}},
                      "status": {"disruptionsAllowed": draw(st.integers(0, 2))}})
+    if draw(st.integers(0, 2)) == 0:  # HyperNodes: a leaf over some nodes, a spine over it
+        objs.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "leaf-0"},
+                     "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": n}}}
+                                                     for n in node_names[: draw(st.integers(1, len(node_names)))]]
+                              + [{"type": "Node", "selector": {"regexMatch": {"pattern": "^node-"}}}]}})
+        objs.append({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "spine-0"},
+                     "spec": {"tier": 2, "tierName": "spine",
+                              "members": [{"type": "HyperNode", "selector": {"exactMatch": {"name": "leaf-0"}}}]}})
     if workloads:
         if draw(st.booleans()):
             objs.append(draw(volcano_job_objs("job-0", draw(st.sampled_from(NAMESPACES)))))
@@ -489,7 +499,8 @@ def rich_cluster() -> list[dict[str, Any]]:
     pg = {"kind": "PodGroup", "metadata": {"name": "pg", "namespace": "ns", "annotations": {
         CARD_REQUEST: json.dumps({"NVIDIA-H200": 2}), SERVICE_TYPE: "training", PREEMPTABLE: "true"}},
         "spec": {"minMember": 2, "queue": "q1", "priorityClassName": "high", "minTaskMember": {"worker": 1},
-                 "minResources": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "2"}},
+                 "minResources": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "2"},
+                 "networkTopology": {"mode": "hard", "highestTierName": "leaf"}},
         "status": {"phase": "Inqueue", "conditions": [{"type": "Scheduled", "status": "True"}]}}
 
     def card_pod(name: str, port: int, node: str = "") -> dict[str, Any]:
@@ -532,7 +543,14 @@ def rich_cluster() -> list[dict[str, Any]]:
            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "train"},
                                                     "matchExpressions": [{"key": "app", "operator": "In", "values": ["train"]}]}},
            "status": {"disruptionsAllowed": 1, "disruptedPods": {"x": "2026-01-01T00:00:00Z"}}}
-    return [gpu, cpu, root, default, q1, pc, pg, card_pod("w0", 8080, "g1"), card_pod("w1", 8081), card_pod("w2", 8082), bare, pdb]
+    leaf = {"kind": "HyperNode", "metadata": {"name": "leaf-a"}, "spec": {"tier": 1, "tierName": "leaf", "members": [
+        {"type": "Node", "selector": {"exactMatch": {"name": "g1"}}},
+        {"type": "Node", "selector": {"regexMatch": {"pattern": "^c[0-9]$"}}},
+        {"type": "Node", "selector": {"labelMatch": {"matchLabels": {"zone": "a"}}}}]}}
+    spine = {"kind": "HyperNode", "metadata": {"name": "spine-a"}, "spec": {"tier": 2, "members": [
+        {"type": "HyperNode", "selector": {"exactMatch": {"name": "leaf-a"}}}]}}
+    return [gpu, cpu, root, default, q1, pc, pg, card_pod("w0", 8080, "g1"), card_pod("w1", 8081), card_pod("w2", 8082), bare, pdb,
+            leaf, spine]
 
 
 SWEEP_VALUES: tuple[Any, ...] = ("<delete>",) + NASTY_SCALARS + NASTY_QUANTITIES + NASTY_JSON

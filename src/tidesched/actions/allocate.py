@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tidesched.actions.allocate_topology import allocate_gang, place_tasks, settle_fit_errors
 from tidesched.framework.gates import held_outside, skip_gated
 from tidesched.framework.placement import choose_node, no_node_errors
 from tidesched.framework.decisions import FitErrors
@@ -44,12 +45,15 @@ def execute(ssn: "Session") -> None:
             continue
         if job.queue not in ssn.queues:
             continue
+        if not ssn.topology.ready and ssn.topology.has_topology(job):
+            continue  # Volcano: HyperNodes not ready to schedule (a cycle, a second parent)
         if job.queue not in jobs_by_queue:
             jobs_by_queue[job.queue] = ssn.job_queue()
             queues.push(ssn.queues[job.queue])
         jobs_by_queue[job.queue].push(job)
 
     pending_tasks: dict[str, PriorityQueue] = {}
+    constrained: dict[str, list] = {}  # gangs with a network topology: their pods in task order
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -58,6 +62,11 @@ def execute(ssn: "Session") -> None:
         if jobs is None or jobs.empty():
             continue
         job = jobs.pop()
+        if ssn.topology.has_topology(job):
+            if _allocate_constrained(ssn, job, queue, constrained):
+                jobs.push(job)
+            queues.push(queue)
+            continue
         tasks = pending_tasks.get(job.uid)
         if tasks is None:
             tasks = PriorityQueue(
@@ -79,6 +88,41 @@ def execute(ssn: "Session") -> None:
         elif not ssn.job_pipelined(job):
             stmt.discard()
         queues.push(queue)
+
+
+def _allocate_constrained(ssn: "Session", job: "JobInfo", queue: "QueueInfo", pending: dict[str, list]) -> bool:
+    """A gang with a network-topology constraint (actions/allocate_topology.py); whether it
+    has pods left for another turn."""
+    tasks = pending.get(job.uid)
+    if tasks is None:
+        tasks = pending[job.uid] = ssn.sort_tasks(
+            t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort
+        )
+    if not tasks:
+        return False
+    if ssn.topology.hard_tier(job) is None:
+        # A constraint that does not apply (an unknown tier name): the whole cluster, as any gang.
+        run = place_tasks(ssn, job, queue, tasks, ssn.topology.top)
+        if run is None:
+            settle_fit_errors(ssn, job)
+            pending[job.uid] = []
+            return False
+        stmt, rest, placed = run.stmt, run.rest, None
+    else:
+        found = allocate_gang(ssn, job, queue, tasks)
+        if found is None:
+            settle_fit_errors(ssn, job)
+            ssn.topology.note_waiting(job, tasks)
+            return False
+        stmt, rest, hn, sub = found
+        placed = (hn, sub)
+    pending[job.uid] = rest
+    if ssn.job_ready(job):
+        stmt.commit()
+        if placed is not None:
+            ssn.topology.commit_domain(job, *placed)
+        return bool(rest)
+    return False
 
 
 # Queue-order plugins whose order of two queues depends only on those queues' own state.

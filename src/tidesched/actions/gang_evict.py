@@ -13,8 +13,11 @@ bundle by bundle, and the dry run that places a whole job before anything is evi
 * **Pending pods** of a job: its Pending pods that request resources, in TaskOrder (Volcano's
   worksheet of the job's one sub-job). The **need** is the sum of their requests (with init
   containers).
-* **Domains**: HyperNodes from the network-topology plugin's gradients, at most ``maxDomains``;
-  without HyperNodes (tidesched does not read them yet) one domain, the whole cluster.
+* **Domains**: HyperNodes from the network-topology plugin's gradients for eviction (the widest
+  first, at most ``hypernode.gradient.evict.max-hypernodes``), at most ``maxDomains``; when there
+  are none, the whole cluster, unless the job has a hard constraint (then no domain). Within a
+  domain the pods go to its nodes directly (Volcano looks for a lower HyperNode inside it first,
+  for a gang with a hard constraint: not done here).
 * **Per domain** the action's bundles (``bundles``), in its order, are taken one after another;
   once the domain's idle and releasing room plus everything taken so far holds the need, the
   **dry run** tries: evict every victim taken so far, then pipeline each pending pod in
@@ -41,6 +44,7 @@ from tidesched.framework.plugin import EvictionContext
 from tidesched.actions.starving import starving_turns
 from tidesched.framework.reasons import gang_eviction_reason
 from tidesched.framework.statement import Statement
+from tidesched.framework.topology import PURPOSE_EVICT
 from tidesched.model.resource import MIN_RESOURCE
 
 if TYPE_CHECKING:
@@ -98,8 +102,19 @@ def holds(need: np.ndarray, avail: np.ndarray) -> bool:
 
 
 def domains(ssn: "Session", job: "JobInfo", opts: GangEvictOptions) -> list[tuple[str, np.ndarray]]:
-    """The domains to look for victims in, best first, each with its rows of the node table."""
-    return [(CLUSTER, np.ones(len(ssn.table), dtype=bool))][: opts.max_domains]
+    """The domains to look for victims in, best first, each with its rows of the node table
+    (Volcano GetCandidateDomains)."""
+    topo = ssn.topology
+    names: list[str] = []
+    for group in ssn.hypernode_gradient(job, topo.top, PURPOSE_EVICT):
+        for name in group:
+            if name not in names:
+                names.append(name)
+    names = names[: opts.max_domains]
+    if not names and topo.hard_tier(job) is None:
+        names = [topo.top]
+    return [(CLUSTER if n == topo.top else n, np.ones(len(ssn.table), dtype=bool) if n == topo.top else topo.mask(n))
+            for n in names]
 
 
 def job_may_lose_pods(job: "JobInfo") -> bool:

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from tidesched.actions.evict_domain import constrained, held_domain, within_best_domain
 from tidesched.actions.pdb import BudgetView, budget_view
 from tidesched.actions.starving import starving_turns
 from tidesched.actions.victims import (
@@ -132,6 +133,17 @@ def execute(ssn: "Session") -> None:
             job = jobs.pop()
             stmt = Statement(ssn)
             tasks = preemptor_tasks[job.uid]
+            if constrained(ssn, job):
+                # A gang held to one HyperNode takes its room inside one (actions/evict_domain.py).
+                pending = [tasks.pop() for _ in range(len(tasks))]
+
+                def turn(s: Statement, job: "JobInfo" = job, pending: list["TaskInfo"] = pending) -> None:
+                    for preemptor in pending:
+                        if not ssn.job_starving(job):
+                            break
+                        preempt_task(ssn, s, preemptor, _between_jobs_filter(ssn, preemptor, job), opts)
+
+                within_best_domain(ssn, stmt, job, turn)
             while ssn.job_starving(job) and not tasks.empty():
                 preemptor = tasks.pop()
                 preempt_task(ssn, stmt, preemptor, _between_jobs_filter(ssn, preemptor, job), opts)
@@ -141,14 +153,25 @@ def execute(ssn: "Session") -> None:
                 stmt.discard()
         # Phase 2: between tasks of one job.
         for job in under_request[queue.uid]:
-            tasks = PriorityQueue(ssn.task_order_less, ungated_pending(job))
-            while not tasks.empty():
-                preemptor = tasks.pop()
-                stmt = Statement(ssn)
-                if not preempt_task(ssn, stmt, preemptor, _within_job_filter(preemptor), opts):
-                    stmt.discard()
-                    break
-                stmt.commit()
+            domain = ""
+            if constrained(ssn, job):
+                # A gang held to a HyperNode evicts its own pods only inside the one it may use;
+                # where it runs nowhere it has no pods to evict (its room is allocate's business).
+                domain = held_domain(ssn, job)
+                if not domain:
+                    continue
+            ssn.topology.evict_within = ssn.topology.mask(domain) if domain else None
+            try:
+                tasks = PriorityQueue(ssn.task_order_less, ungated_pending(job))
+                while not tasks.empty():
+                    preemptor = tasks.pop()
+                    stmt = Statement(ssn)
+                    if not preempt_task(ssn, stmt, preemptor, _within_job_filter(preemptor), opts):
+                        stmt.discard()
+                        break
+                    stmt.commit()
+            finally:
+                ssn.topology.evict_within = None
 
 
 def _may_be_victim(preemptor: "TaskInfo", task: "TaskInfo") -> bool:

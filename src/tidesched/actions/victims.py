@@ -72,8 +72,11 @@ def unresolvable_nodes(ssn: "Session", task: "TaskInfo", pred: "PredicateResult"
 
 
 def candidate_nodes(ssn: "Session", task: "TaskInfo", pred: "PredicateResult") -> np.ndarray:
-    """Mask of the nodes preempt/reclaim may consider for ``task``."""
-    return ~unresolvable_nodes(ssn, task, pred)
+    """Mask of the nodes preempt/reclaim may consider for ``task`` (within the HyperNode a
+    topology-aware turn is trying, when one is: ``SessionTopology.evict_within``)."""
+    within = ssn.topology.evict_within
+    nodes = ~unresolvable_nodes(ssn, task, pred)
+    return nodes if within is None else nodes & within
 
 
 def node_tasks_sorted(

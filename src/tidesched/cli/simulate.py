@@ -105,6 +105,16 @@ def simulate_cmd(
                                           "tidesched's, else Volcano's volcano-scheduler-configmap, else the "
                                           "default run uses)."),
     ] = None,
+    topology: Annotated[
+        Optional[str],
+        typer.Option("--topology", help="Put the nodes (GPU nodes, if any) in a generated fat-tree of HyperNodes: "
+                                        "NODESxLEAVES, nodes per leaf x leaves per spine (e.g. 4x2)."),
+    ] = None,
+    gang_topology: Annotated[
+        Optional[str],
+        typer.Option("--gang-topology", help="Give every gang this network-topology constraint: hard:TIER, "
+                                             "soft[:TIER] or none (needs network-topology-aware in the config)."),
+    ] = None,
     chaos: Annotated[
         Optional[int],
         typer.Option("--chaos", help="Run the chaos scenario of this generator seed (random cluster, workload and "
@@ -165,6 +175,17 @@ def simulate_cmd(
         try:
             sc = load_scenario(path, config)
         except (ScenarioError, ConfigError) as exc:
+            fail(str(exc))
+            return
+    if topology is not None or gang_topology is not None:
+        from tidesched.sim.topology import add_fat_tree, constrain_gangs, parse_constraint, parse_shape
+
+        try:
+            if topology is not None:
+                add_fat_tree(sc, *parse_shape(topology))
+            if gang_topology is not None:
+                constrain_gangs(sc, parse_constraint(gang_topology))
+        except ScenarioError as exc:
             fail(str(exc))
             return
     for w in sc.warnings:

@@ -33,7 +33,17 @@ from typing import Any, Callable, Iterable, Mapping
 
 from tidesched.framework.decisions import Decisions
 from tidesched.cluster.api import ApiException, Kube, error_message
-from tidesched.cluster.store import PDB, POD, PODGROUP, QUEUE, VOLCANO_GROUP, VOLCANO_VERSION, ClusterStore
+from tidesched.cluster.store import (
+    HYPERNODE,
+    PDB,
+    POD,
+    PODGROUP,
+    QUEUE,
+    TOPOLOGY_GROUP_VERSION,
+    VOLCANO_GROUP,
+    VOLCANO_VERSION,
+    ClusterStore,
+)
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, parse_time, pod_task_status
 from tidesched.model.problems import Event
 from tidesched.model.quantity import QuantityError, parse_quantity
@@ -49,8 +59,9 @@ _API_VERSIONS = {
     "PodGroup": f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
     "Queue": f"{VOLCANO_GROUP}/{VOLCANO_VERSION}",
     "PodDisruptionBudget": "policy/v1",
+    "HyperNode": TOPOLOGY_GROUP_VERSION,
 }
-_STORE_KEYS = {"Pod": POD, "PodGroup": PODGROUP, "Queue": QUEUE, "Node": "Node", "PodDisruptionBudget": PDB}
+_STORE_KEYS = {"Pod": POD, "PodGroup": PODGROUP, "Queue": QUEUE, "Node": "Node", "PodDisruptionBudget": PDB, "HyperNode": HYPERNODE}
 _NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget"})
 
 

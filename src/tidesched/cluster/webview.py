@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from tidesched.explain.topology import topology_view
 from tidesched.model.cards import MILLI, CardCatalog
 from tidesched.model.devices import CORE
 from tidesched.model.queue_tree import children_of, resolve_parents
@@ -207,6 +208,7 @@ class LiveView:
             "nodes": node_grid(ssn),
             "pending_total": total_pending,
             "pending": pending,
+            "topology": topology_view(ssn),
             "evictions": list(self.evictions),
         }
         self.publish(view)

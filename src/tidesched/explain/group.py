@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tidesched.explain.topology import topology_lines
 from tidesched.model.quantity import format_natural
 from tidesched.model.status import VALID_STATUSES, PodGroupPhase, TaskStatus
 from tidesched.scheduler import run_actions
@@ -211,6 +212,7 @@ def group_lines(ssn: Session, decisions: Decisions, before: GroupBefore) -> list
             f"  The gang cannot start: only {before.valid} valid pods for minMember {job.min_available} "
             f"({job.min_available - before.valid} missing, or failed)."
         )
+    lines.extend(topology_lines(ssn, job))
     stored = _conditions(pg.conditions)
     for text in stored:
         lines.append(f"  condition {text}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tidesched.explain.topology import topology_lines
 from tidesched.explain.gates import gate_lines
 from tidesched.framework.decisions import FitErrors
 from tidesched.model.dequeue import honoured
@@ -37,6 +38,7 @@ def explain_lines(
         f"PodGroup {job.uid} (queue {job.queue}, phase {decisions.podgroups.get(job.uid)}): "
         f"{job.ready_task_num()} of minMember {job.min_available} tasks ready."
     )
+    lines.extend(topology_lines(ssn, job))
     lines.extend(gate_lines(ssn, decisions, task, job))
     queue = ssn.queues.get(job.queue)
     if queue is not None and not honoured(queue.queue.dequeue_strategy):

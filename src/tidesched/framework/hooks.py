@@ -69,6 +69,9 @@ HOOK_SWITCH: dict[str, str | None] = {
     "simulate_remove_task": "allocatable",
     "simulate_allocatable": "allocatable",
     "simulate_predicate": "predicate",
+    # Network topology (framework.topology): gradients of HyperNodes to try, and their scores.
+    "hypernode_gradient": None,
+    "hypernode_order": None,
 }
 # Simulate hooks run when the plugin enables either of these switches (Volcano).
 _SIMULATE_HOOKS = frozenset({"simulate_init", "simulate_add_task", "simulate_remove_task", "simulate_allocatable"})
@@ -439,24 +442,40 @@ class SessionHooks:
     def predicate_mask(self, task: TaskInfo) -> np.ndarray:
         """Which nodes pass every plugin predicate, without the reasons: from the row cache
         when every predicate is row-local for the task (do not modify the array)."""
-        if task.pod.claims:
-            return self._claims_unallocatable(task).passed
         mask = self._row_vector("predicate", task)
+        if task.pod.claims:
+            base = self._plugin_predicate(task).passed if mask is None else mask
+            return base & self._claims_check(task).passed
         return self.predicate(task).passed if mask is None else mask
 
-    def _claims_unallocatable(self, task: TaskInfo) -> PredicateResult:
-        """A pod with DRA ResourceClaims fits no node, whatever the config: tidesched does not
-        allocate claims yet, and binding the pod without them would leave it unable to start
-        (and its devices free for another pod). Nothing evicted could change that."""
+    def _claims_check(self, task: TaskInfo) -> PredicateResult:
+        """Where the pod's DRA claims can be allocated (model.dra.ledger), whatever the config:
+        a pod bound without its claims could not start, and its devices would stay free for
+        another pod. The failures are unresolvable: evicting pods allocates no claim."""
         n = len(self.table)
-        reason = claims_reason(task.pod.claims)
-        return PredicateResult(np.zeros(n, dtype=bool), [NodeFailure(reason, np.ones(n, dtype=bool), True)])
+        ledger = self.table.dra
+        if ledger is None:
+            reason = claims_reason(task.pod.claims)
+            return PredicateResult(np.zeros(n, dtype=bool), [NodeFailure(reason, np.ones(n, dtype=bool), True)])
+        check = ledger.check(task)
+        return PredicateResult(check.passed, [NodeFailure(r, m, True) for r, m in check.failures])
 
     def predicate(self, task: TaskInfo) -> PredicateResult:
-        """All plugin predicates for every node; the first failing plugin names the reason
-        of a node (Volcano: first predicate error wins)."""
-        if task.pod.claims:
-            return self._claims_unallocatable(task)
+        """All plugin predicates for every node, and for a pod with DRA claims where they can
+        be allocated; the first failing plugin names the reason of a node (Volcano: first
+        predicate error wins)."""
+        res = self._plugin_predicate(task)
+        if not task.pod.claims:
+            return res
+        claims = self._claims_check(task)
+        failures = list(res.failures)
+        for f in claims.failures:
+            newly = f.nodes & res.passed
+            if newly.any():
+                failures.append(NodeFailure(f.reason, newly, f.unresolvable))
+        return PredicateResult(res.passed & claims.passed, failures)
+
+    def _plugin_predicate(self, task: TaskInfo) -> PredicateResult:
         n = len(self.table)
         passed = np.ones(n, dtype=bool)
         failures: list[NodeFailure] = []
@@ -504,6 +523,27 @@ class SessionHooks:
                 if not fn(state, task, row):
                     return False
         return True
+
+    # -- network topology (Volcano HyperNodeGradientFor{Job,SubJob}Fn, HyperNodeOrderMapFn) --
+
+    def hypernode_gradient(self, job: JobInfo, hypernode: str, purpose: str, sub: bool = False) -> list[list[str]]:
+        """The HyperNodes to try for ``job`` within ``hypernode``, in groups, lowest tier first
+        (``sub``: for its pods within the HyperNode chosen for the job): the first plugin's
+        answer; only ``hypernode`` itself without one."""
+        for tier in self._chain("hypernode_gradient"):
+            for _name, fn in tier:
+                return fn(job, hypernode, purpose, sub)  # type: ignore[no-any-return]
+        return [[hypernode]]
+
+    def hypernode_order(self, job: JobInfo, candidates: list[str], tie_bonus: bool = True) -> dict[str, float]:
+        """Each candidate HyperNode's score for the gang: the plugins' scores summed. Without
+        ``tie_bonus`` each is scored as if it were the only candidate."""
+        scores = dict.fromkeys(candidates, 0.0)
+        for tier in self._chain("hypernode_order"):
+            for _name, fn in tier:
+                for name, score in fn(job, candidates, tie_bonus).items():
+                    scores[name] += score
+        return scores
 
     def node_order_all(self, task: TaskInfo) -> np.ndarray | None:
         """Every node's NodeOrder score from the row cache when every scorer is row-local

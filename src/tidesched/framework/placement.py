@@ -54,13 +54,16 @@ def _best_row(scores: np.ndarray, candidates: np.ndarray) -> int | None:
     return row if masked[row] != -np.inf else None
 
 
-def choose_node(ssn: "Session", task: "TaskInfo") -> tuple[int | None, bool, np.ndarray]:
+def choose_node(ssn: "Session", task: "TaskInfo", within: np.ndarray | None = None) -> tuple[int | None, bool, np.ndarray]:
     """The allocate action's choice: the best node where the task fits now (idle), else the
     best where it fits once releasing resources are freed (future: pipeline), else None;
-    whether it fits now; and the future fit, for ``no_node_errors``."""
+    whether it fits now; and the future fit, for ``no_node_errors``. ``within``: only these
+    nodes (a HyperNode's)."""
     table = ssn.table
     feasible, fit = feasible_nodes(ssn, task)
     assert fit is not None
+    if within is not None:
+        feasible = feasible & within
     idle_fit = feasible & table.fits_cached(task, "idle")
     scores = ssn.node_order_all(task)
     if scores is not None:

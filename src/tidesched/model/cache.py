@@ -27,6 +27,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tidesched.model.dra.ledger import ClaimLedger
+from tidesched.model.dra.records import KINDS as DRA_KINDS
+from tidesched.model.dra.records import DraObjects
+from tidesched.model.hypernode_tree import HyperNodeIndex, HyperNodeTree
 from tidesched.model.infos import ALLOCATED_STATUSES, JobInfo, TaskInfo
 from tidesched.model.node_table import NodeTable, occupies_node
 from tidesched.model.objects import DEFAULT_QUEUE, Node, Pod, PodGroup, reparse_pod, reparse_podgroup
@@ -57,8 +61,9 @@ from tidesched.model.status import TaskStatus
 from tidesched.model.volumes import VolumeCatalog
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota", "Numatopology",
-         *VOLUME_KINDS)
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"})
+         *VOLUME_KINDS, "HyperNode", *DRA_KINDS)
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim",
+                         "ResourceClaim", "ResourceClaimTemplate"})
 
 # Short ways to parse a copy-on-write status write of the object parsed last (None: parse it all).
 _REPARSERS = {"Pod": reparse_pod, "PodGroup": reparse_podgroup}
@@ -86,6 +91,7 @@ class ClusterCache:
         self._synthesized: dict[str, str] = {}  # pod key -> key of the PodGroup made for it
         self._rev = dict.fromkeys(KINDS, 0)
         self._lists: dict[str, tuple[int, list[Any]]] = {}
+        self.dra = DraObjects()  # the DRA records, kept beside the others (sessions' claim ledgers)
         # Session state (valid unless _rebuild is set).
         self._rebuild = True
         self._table_stale = True
@@ -101,6 +107,10 @@ class ClusterCache:
         self._unsorted_rows: set[int] = set()
         self._order_stale = True  # _tasks / _jobs not in key order
         self._lent = False  # a session may have changed the infos since the last open
+        # The network topology: HyperNodes and node labels resolved per change (model.hypernode_tree).
+        self._hypernodes = HyperNodeIndex()
+        self._tree: HyperNodeTree | None = None
+        self._domains: dict[str, tuple[str, str]] = {}  # job uid -> HyperNodes its gang was placed within
 
     # -- feeding ------------------------------------------------------------------------
 
@@ -184,9 +194,16 @@ class ClusterCache:
             self._group_changed(key, record)
         elif kind == "Node":
             self._table_stale = True
+            self._hypernodes.set_node(key, None if record is None else record.meta.labels)
+            self._tree = None
+        elif kind == "HyperNode":
+            self._hypernodes.set_hypernode(key, record)
+            self._tree = None
         elif kind in ("Queue", "PriorityClass"):
             if kind == "PriorityClass" or old is None or record is None:
                 self._rebuild = True  # job membership or every priority may change
+        elif kind in DRA_KINDS:
+            self.dra.put(kind, key, record)  # read afresh by each session's claim ledger
         # PodDisruptionBudgets, ResourceQuotas, Numatopologies and the storage kinds: only the
         # snapshot lists hold them.
 
@@ -392,6 +409,8 @@ class ClusterCache:
             queues=queues,
             priority_classes=list(self._list("PriorityClass")),
             pdbs=list(self._list("PodDisruptionBudget")),
+            dra=self.dra,
+            hypernodes=list(self._list("HyperNode")),
             resource_quotas=list(self._list("ResourceQuota")),
             numatopologies=list(self._list("Numatopology")),
             problems=[self._problems[k] for k in sorted(self._problems)],
@@ -433,6 +452,11 @@ class ClusterCache:
 
         snapshot = self.snapshot()
         events = list(snapshot.problems)
+        if self._tree is None:
+            self._tree = self._hypernodes.tree(table.names)
+        events.extend(self._tree.problems)
+        if len(self._domains) > len(self._jobs):  # gangs gone: their domains go too
+            self._domains = {k: v for k, v in self._domains.items() if k in self._jobs}
         queues = {q.name: queue_info(q) for q in snapshot.queues}
         queues = dict(sorted(queues.items()))
         for pg in snapshot.podgroups:
@@ -454,7 +478,10 @@ class ClusterCache:
             jobs=dict(self._jobs),
             tasks=tasks,
             table=table.copy(),
+            hypernodes=self._tree,
+            domains=self._domains,
         )
+        state.table.dra = ClaimLedger.open(self.dra, state.table)
         return snapshot, state
 
     def node_table(self) -> NodeTable:
@@ -467,6 +494,13 @@ class ClusterCache:
             self._rebuild_table()
         assert self._table is not None
         return self._table
+
+    def hypernodes(self) -> HyperNodeTree:
+        """The HyperNode tree over the nodes as they are (for readers that only look)."""
+        table = self.node_table()
+        if self._tree is None:
+            self._tree = self._hypernodes.tree(table.names)
+        return self._tree
 
     def node(self, name: str) -> Node | None:
         return self.records["Node"].get(name)

@@ -37,6 +37,7 @@ from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT
     parse_time,
     str_map,
 )
+from tidesched.model.network_topology import GangTopology, parse_gang_topology
 from tidesched.model.problems import ObjectError
 from tidesched.model.quantity import QuantityError
 from tidesched.model.resource import PODS, Resource
@@ -469,6 +470,7 @@ class PodGroup:
     phase: str
     conditions: tuple[Mapping[str, Any], ...]
     preemptable: bool
+    topology: GangTopology | None = None  # spec.networkTopology and spec.subGroupPolicy
     # spec.minResources by name as written (``requests.cpu`` too), for the resourcequota plugin
     min_resource_list: ResourceList | None = None
 
@@ -507,6 +509,7 @@ def parse_podgroup(obj: Mapping[str, Any]) -> PodGroup:
         phase=phase,
         conditions=tuple(c for c in _list(status, "conditions", "status.conditions") if isinstance(c, Mapping)),
         preemptable=bool(preempt),
+        topology=parse_gang_topology(spec),
         min_resource_list=None if min_res is None else resource_list(min_res, "spec.minResources"),
     )
 

@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tidesched.model.dra.objects import NAMESPACED as DRA_NAMESPACED
+from tidesched.model.dra.objects import PARSERS as DRA_PARSERS
+from tidesched.model.dra.records import DraObjects
+from tidesched.model.hypernodes import HyperNode, parse_hypernode
 from tidesched.model.loader import Manifest
+from tidesched.model.network_topology import pod_network_topology
 from tidesched.model.objects import (
     DEFAULT_QUEUE,
     QUEUE_NAME_ANNOTATION,
@@ -55,6 +60,7 @@ _PARSERS = {
     "Queue": parse_queue,
     "PriorityClass": parse_priority_class,
     "PodDisruptionBudget": parse_pdb,
+    "HyperNode": parse_hypernode,  # topology.volcano.sh (model.hypernodes)
     "ResourceQuota": parse_resource_quota,
     "Numatopology": parse_numatopology,
     # Storage (model/volumes.py): what the predicates' volume checks read
@@ -62,10 +68,11 @@ _PARSERS = {
     "PersistentVolume": parse_pv,
     "StorageClass": parse_storage_class,
     "CSINode": parse_csi_node,
+    **DRA_PARSERS,  # DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate
 }
 PARSERS = _PARSERS  # kind -> parse function (raises ObjectError naming the field)
 # Namespaced kinds: their identity (duplicates) is ``namespace/name``.
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"})
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"}) | DRA_NAMESPACED
 # The storage kinds and the ClusterSnapshot list each goes to.
 VOLUME_KINDS = {
     "PersistentVolumeClaim": "pvcs",
@@ -99,11 +106,6 @@ IGNORED_KINDS = frozenset(
         "Lease",
         "Event",
         "LimitRange",
-        # DRA: read once claims are allocated; until then a pod with claims stays pending
-        "ResourceClaim",
-        "ResourceClaimTemplate",
-        "DeviceClass",
-        "ResourceSlice",
     }
 )
 
@@ -120,6 +122,8 @@ class ClusterSnapshot:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # policy/v1, for preemption
+    dra: DraObjects = field(default_factory=DraObjects)  # DRA classes, slices, claims, templates
+    hypernodes: list[HyperNode] = field(default_factory=list)  # network topology (model.hypernode_tree)
     resource_quotas: list[ResourceQuota] = field(default_factory=list)  # for the resourcequota plugin
     numatopologies: list[Numatopology] = field(default_factory=list)  # for the numa-aware plugin
     # Measured load by node name (a metrics source's, in `tidesched run`): usage, rescheduling
@@ -186,6 +190,7 @@ def synthesize_podgroup(pod: Pod) -> PodGroup:
         phase=PodGroupPhase.RUNNING if running else PodGroupPhase.PENDING,
         conditions=(),
         preemptable=pod.preemptable if "volcano.sh/preemptable" in pod.meta.annotations else False,
+        topology=pod_network_topology(pod.meta.annotations),
     )
 
 
@@ -258,7 +263,9 @@ def build_snapshot(
             )
             _drop(snap, kind, ident[1])
         seen[ident] = source
-        if kind == "Pod":
+        if kind in DRA_PARSERS:
+            snap.dra.put(kind, ident[1], record)
+        elif kind == "Pod":
             assert isinstance(record, Pod)
             snap.pods.append(record)
         elif kind == "Node":
@@ -269,6 +276,8 @@ def build_snapshot(
             snap.queues.append(record)  # type: ignore[arg-type]
         elif kind == "PodDisruptionBudget":
             snap.pdbs.append(record)  # type: ignore[arg-type]
+        elif kind == "HyperNode":
+            snap.hypernodes.append(record)  # type: ignore[arg-type]
         elif kind == "ResourceQuota":
             snap.resource_quotas.append(record)  # type: ignore[arg-type]
         elif kind == "Numatopology":
@@ -290,7 +299,9 @@ def build_snapshot(
 
 
 def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
-    if kind == "Pod":
+    if kind in DRA_PARSERS:
+        snap.dra.put(kind, key, None)
+    elif kind == "Pod":
         snap.pods = [p for p in snap.pods if p.key != key]
     elif kind == "PodGroup":
         snap.podgroups = [p for p in snap.podgroups if p.key != key]
@@ -300,6 +311,8 @@ def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
         snap.queues = [q for q in snap.queues if q.name != key]
     elif kind == "PodDisruptionBudget":
         snap.pdbs = [p for p in snap.pdbs if p.key != key]
+    elif kind == "HyperNode":
+        snap.hypernodes = [h for h in snap.hypernodes if h.name != key]
     elif kind == "ResourceQuota":
         snap.resource_quotas = [q for q in snap.resource_quotas if q.key != key]
     elif kind == "Numatopology":

@@ -10,8 +10,10 @@ a task or a warning is made one way only.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from tidesched.model.dra.ledger import ClaimLedger
+from tidesched.model.hypernode_tree import HyperNodeTree, build_tree
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 from tidesched.model.node_table import NodeTable, occupies_node
 from tidesched.model.objects import Pod, PodGroup, PriorityClass, Queue
@@ -30,6 +32,10 @@ class SessionState:
     jobs: dict[str, JobInfo]  # by PodGroup key, in key order
     tasks: dict[str, TaskInfo]  # tasks of those jobs, by uid, in pod key order
     table: NodeTable  # ready nodes, with every pod that occupies one
+    hypernodes: HyperNodeTree  # the network topology over the table's nodes (model.hypernode_tree)
+    # The HyperNode each gang was placed within by earlier sessions (job uid -> name): the
+    # cluster cache's memory (Volcano keeps AllocatedHyperNode in its cache); empty when rebuilt.
+    domains: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def priority_values(classes: Iterable[PriorityClass]) -> tuple[dict[str, int], int]:
@@ -141,4 +147,7 @@ def build_state(snapshot: ClusterSnapshot, scheduler_names: Iterable[str]) -> Se
         i = table.index.get(task.node_name)
         if i is not None:
             table.add_task(i, task)
-    return SessionState(snapshot, events, values, default, queues, jobs, tasks, table)
+    table.dra = ClaimLedger.open(snapshot.dra, table)
+    tree = build_tree(snapshot.hypernodes, ((n.name, n.meta.labels) for n in snapshot.nodes), table.names)
+    events.extend(tree.problems)
+    return SessionState(snapshot, events, values, default, queues, jobs, tasks, table, tree)

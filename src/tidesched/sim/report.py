@@ -140,6 +140,26 @@ def _summary_html(result: Mapping[str, Any], series: Series, models: list[str]) 
     return '<section class="figures">' + "".join(boxes) + "</section>"
 
 
+def _topology_html(result: Mapping[str, Any]) -> str:
+    """The HyperNode tree with the gangs first placed in each, and the run's topology figures."""
+    tree = (result.get("topology") or {}).get("hypernodes") or []
+    figures = (result.get("summary") or {}).get("topology") or {}
+    if not tree:
+        return ""
+    labels = [("gangs_placed", "gangs placed"), ("gangs_within_tier1", "within a tier-1 HyperNode"),
+              ("gangs_within_tier2", "within a tier-2 HyperNode"), ("gangs_across", "across"),
+              ("gang_mean_wait", "mean wait of gangs (s)"), ("constrained_gang_mean_wait", "of gangs with a constraint (s)"),
+              ("free_gpu_fragmentation", "free-GPU scatter over leaves"), ("mean_free_gpus_per_leaf", "mean free GPUs per leaf")]
+    figs = ", ".join(f"{esc(label)}: {esc(str(figures.get(key, '–')))}" for key, label in labels)
+    rows = [
+        [("\u00a0\u00a0" * int(h["depth"]) + esc(h["name"]), ""), (str(h["tier"]), "n"), (str(h["nodes"]), "n"),
+         (esc(", ".join(h["gangs"][:8]) + (" …" if len(h["gangs"]) > 8 else "")) or "–", "")]
+        for h in tree[:MAX_TABLE_ROWS]
+    ]
+    return (f"<h2>Network topology <small>({esc(figs)})</small></h2>"
+            + _table([("HyperNode", False), ("tier", True), ("nodes", True), ("gangs first placed there", False)], rows))
+
+
 def _invariants(result: Mapping[str, Any]) -> tuple[str, str]:
     """The header badge and, when broken, the violations block."""
     inv = result.get("invariants")
@@ -390,6 +410,7 @@ def render_html(result: Mapping[str, Any], parallel: bool | None = None) -> str:
         _summary_html(result, series, models),
         violations,
         _whatif_html(result),
+        _topology_html(result),
         "<h2>Card utilisation per model <small>(filled: allocated · dashed: capacity)</small>"
         f"{downsampled}</h2>",
         cards_svg,

@@ -51,6 +51,7 @@ from tidesched.sim.invariants import RULE_RESTART, RULE_SESSION, InvariantChecke
 from tidesched.sim.metrics import Accounting, EventLog, WorkloadTracker, capacity_card_args, mean, percentile
 from tidesched.sim.events import Scenario, TimedEvent, object_kind
 from tidesched.sim.scenario import load_scenario
+from tidesched.sim.topology_metrics import TopologyMetrics
 from tidesched.sim.vocabulary import NAMESPACED_KINDS
 from tidesched.sim.world import (
     EPOCH,
@@ -148,6 +149,7 @@ class Engine:
         self.tracker = WorkloadTracker(self.world, mapping if isinstance(mapping, dict) else {})
         self.world.listeners.append(self.log.on_change)
         self.invariants = InvariantChecker(self.world, self.accounting, self.config)
+        self.topology = TopologyMetrics(self.world)  # HyperNode figures (sim.topology_metrics)
         self.steps: list[dict[str, Any]] = []
         self.session_seconds: list[float] = []
         self.totals = {
@@ -374,6 +376,7 @@ class Engine:
     # -- steps --------------------------------------------------------------------------
 
     def record_step(self, k: int, t: float, applied: Applied | None, force: bool = False) -> None:
+        self.topology.sample(t)
         step = self.accounting.step(t)
         ev = applied.evicted if applied is not None else []
         step["evictions"] = len(ev)
@@ -431,7 +434,8 @@ class Engine:
         exactly what the running one (on its incremental cache) decided."""
         world = self.world
         objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget",
-                                    "ResourceQuota", "Numatopology", *VOLUME_KINDS)
+                                    "ResourceQuota", "Numatopology", *VOLUME_KINDS, "DeviceClass",
+                                    "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
                    for _key, obj in world.items(kind)]
         try:
             snapshot = build_snapshot(objects, scheduler_names=self.sc.scheduler_names,
@@ -444,8 +448,9 @@ class Engine:
             self.invariants.record(t, RULE_RESTART, f"a restarted scheduler crashed: {exc!r}")
             return
         ours, theirs = d.to_json(), fresh.to_json()
-        # bind_annotations: the vGPU devices each bind is given (absent when no bind carries any).
-        for part in ("bound", "evicted", "pipelined", "podgroups", "bind_annotations", "ungated"):
+        # bind_annotations: the vGPU devices each bind is given (absent when no bind carries any);
+        # claims: the DRA devices each bind writes to its claims.
+        for part in ("bound", "evicted", "pipelined", "podgroups", "bind_annotations", "ungated", "claims"):
             if ours.get(part, {}) != theirs.get(part, {}):
                 mine, other = ours.get(part, {}), theirs.get(part, {})
                 self.invariants.record(
@@ -622,6 +627,7 @@ class Engine:
             "events_dropped": self.log.dropped,
             "events_by_reason": dict(sorted(self.log.by_reason.items())),
             "gangs_timed_out": len(self.gang_timeouts),
+            **({"topology": topo} if (topo := self.topology.summary()) else {}),
             "config": self._config_name(),
             "stopped": self.sc_stop_reason(),
         }
@@ -643,6 +649,7 @@ class Engine:
                 "notes": list(self.invariants.notes),
             },
             "summary": summary,
+            **({"topology": detail} if (detail := self.topology.detail()) else {}),
         }
 
     def _config_name(self) -> str:

@@ -23,16 +23,23 @@ WORLD_KINDS = (
     "ReplicaSet",
     "Pod",
     "PodDisruptionBudget",
+    "HyperNode",  # network topology (model.hypernodes); the world only keeps them
     "ResourceQuota",  # held as given: no quota controller keeps its status.used here
     "Numatopology",  # held as given: no resource exporter updates it here
     "PersistentVolumeClaim",
     "PersistentVolume",
     "StorageClass",
     "CSINode",
+    # DRA (resource.k8s.io/v1): the simulated resourceclaim controller makes and frees claims
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
 )
 # The world's namespaced kinds (the others are cluster-scoped).
 NAMESPACED_KINDS = frozenset(
-    {"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"}
+    {"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim",
+     "ResourceClaim", "ResourceClaimTemplate"}
 )
 
 

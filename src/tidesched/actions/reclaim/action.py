@@ -19,7 +19,8 @@ Rules (Volcano actions/reclaim, restated):
   goes to ``gang`` (TIDE-6) — whole-gang plans chosen per reclaiming job where a
   gang is at stake, and where none is, Volcano's victims (``victimOrder: volcano``) or DEC-8's
   ranking (``victimOrder: tidal``, the default with capacity-card); false gives Volcano's
-  per-pod walk for every task.
+  per-pod walk for every task. With it, a gang held to one HyperNode by a hard network-topology
+  constraint takes its room inside one (``actions/evict_domain.py``; Volcano's reclaim ignores topology).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from tidesched.actions.reclaim.gang import GangSafeReclaim
 from tidesched.actions.reclaim.steps import ACTION, eligible, reclaimees, volcano_walk
+from tidesched.actions.evict_domain import constrained, within_best_domain
 from tidesched.actions.starving import starving_turns
 from tidesched.framework.gates import ungated_pending
 from tidesched.framework.statement import Statement
@@ -86,7 +88,10 @@ def execute(ssn: "Session") -> None:
         job = jobs.pop()
         stmt = Statement(ssn)
         tasks = reclaimer_tasks[job.uid]
-        if gang is not None:
+        if gang is not None and constrained(ssn, job):
+            # A gang held to one HyperNode takes its room inside one (actions/evict_domain.py).
+            within_best_domain(ssn, stmt, job, lambda s: gang.job_turn(s, queue, job, tasks), gang.keep)
+        elif gang is not None:
             gang.job_turn(stmt, queue, job, tasks)
         else:
             for task in tasks:

@@ -37,7 +37,7 @@ wrong eviction.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -74,6 +74,15 @@ class GangSafeReclaim:
         # Pods per victim job evicted so far in the current job's turn: dry runs are scored
         # with them, so that a turn is ranked by everything it evicts.
         self.turn_evicted: dict[str, int] = {}
+
+    def keep(self) -> "Callable[[], None]":
+        """Save what a dry run of a job's turn may change here; the result puts it back."""
+        freed, turn_evicted = self.freed.copy(), dict(self.turn_evicted)
+
+        def restore() -> None:
+            self.freed, self.turn_evicted = freed, turn_evicted
+
+        return restore
 
     def job_turn(self, stmt: Statement, queue: "QueueInfo", job: "JobInfo", tasks: list["TaskInfo"]) -> None:
         """Reclaim for ``tasks`` (the job's pending tasks in TaskOrder) while the job starves."""
@@ -113,6 +122,8 @@ class GangSafeReclaim:
         at_stake = offers.at_stake or self.every_reclaim_by_dec8
 
         releasing = pred.passed & table.fits_cached(task, "future") & ~table.fits_cached(task, "idle")
+        if ssn.topology.evict_within is not None:
+            releasing &= ssn.topology.evict_within
         if not at_stake:
             releasing &= self.freed
         if releasing.any():

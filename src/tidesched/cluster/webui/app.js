@@ -161,6 +161,22 @@ function drawEvictions(s) {
   document.getElementById("eviction-count").textContent = s.evictions.length ? String(s.evictions.length) : "";
 }
 
+// HyperNodes as an indented tree with the main resource free of total and the gangs each holds.
+function drawTopology(s) {
+  const t = s.topology || { hypernodes: [] };
+  document.getElementById("topology-section").hidden = !t.hypernodes.length;
+  if (!t.hypernodes.length) return;
+  document.getElementById("topology-state").textContent = t.ready ? "" : "not ready: gangs with a topology wait";
+  document.getElementById("topology-resource").textContent = `${t.resource} free / total`;
+  document.querySelector("#topology tbody").replaceChildren(...t.hypernodes.map((h) => el("tr", { "data-hypernode": h.name },
+    el("td", { text: "\u00a0\u00a0".repeat(h.depth) + h.name }), el("td", { text: String(h.tier) }), el("td", { text: String(h.nodes) }),
+    el("td", { text: `${h.free} / ${h.total}` }), el("td", { text: h.gangs.join(", ") || "–" }))));
+  const rows = t.gangs.map((g) => el("tr", { "data-gang": g.gang }, el("td", { text: g.gang }), el("td", { text: g.constraint }),
+    el("td", { text: g.domain ? `${g.domain} (tier ${g.tier})` : "–" }), el("td", { text: g.waiting || "–" })));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { class: "empty", colspan: "4", text: "no gang with a network topology" })));
+  document.querySelector("#gangs tbody").replaceChildren(...rows);
+}
+
 function drawHeader(s) {
   const d = s.decided;
   document.getElementById("session").textContent =
@@ -169,7 +185,7 @@ function drawHeader(s) {
 }
 
 function draw(s) {
-  drawHeader(s); drawCluster(s); drawQueues(s); drawNodes(s); drawPending(s); drawEvictions(s);
+  drawHeader(s); drawCluster(s); drawQueues(s); drawNodes(s); drawTopology(s); drawPending(s); drawEvictions(s);
 }
 
 function setStatus(cls, text) {

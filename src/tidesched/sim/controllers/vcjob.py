@@ -3,7 +3,7 @@ submission a PodGroup named like the Job with *all* Job annotations and labels, 
 ``minAvailable``, ``minTaskMember`` per task, ``minResources`` of the first ``minAvailable``
 pods (tasks by priority), queue and priority class; pods ``<job>-<task>-<index>`` once the
 PodGroup has left Pending; lifecycle policies and Volcano's job state machine (see the package
-docstring). ``parse_job`` reads and checks a Job.
+docstring); its network topology and partitions as vcjob_topology says. ``parse_job`` reads and checks a Job.
 
 Why one module of about 700 lines: it is one controller, Volcano's job state machine (phases,
 lifecycle policies, retries, pod creation and clean-up), whose transitions read each other.
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidesched.model.objects import GROUP_NAME_ANNOTATION
+from tidesched.sim.controllers.vcjob_topology import min_task_member, partition_labels, podgroup_topology
 from tidesched.model.resource import Resource
 from tidesched.sim.vocabulary import DURATION_ANNOTATION, EXIT_CODE_ANNOTATION
 from tidesched.sim.world import (
@@ -390,7 +391,12 @@ class VolcanoJobController:
         ns, name = split_key(key)
         if self.world.get("PodGroup", key) is not None:
             return
-        mtm = {t.name: (t.min_available if t.min_available is not None else t.replicas) for t in js.tasks}
+        raw_tasks = {t.get("name"): t for t in spec(job).get("tasks") or [] if isinstance(t, Mapping)}
+        mtm = {
+            t.name: (t.min_available if t.min_available is not None
+                     else min_task_member(raw_tasks.get(t.name) or {}, t.replicas) or t.replicas)
+            for t in js.tasks
+        }
         pg_spec: dict[str, Any] = {
             "minMember": js.min_available,
             "minTaskMember": mtm,
@@ -399,6 +405,7 @@ class VolcanoJobController:
         }
         if js.priority_class:
             pg_spec["priorityClassName"] = js.priority_class
+        pg_spec.update(podgroup_topology(spec(job)))
         m = meta(job)
         pg = {
             "apiVersion": PODGROUP_API,
@@ -652,6 +659,7 @@ class VolcanoJobController:
                         JOB_QUEUE_KEY: js.queue,
                         TASK_SPEC_KEY: t.name,
                         TASK_INDEX_KEY: str(i),
+                        **partition_labels(spec(job), t.name, i),
                     }
                 )
                 pod = {
