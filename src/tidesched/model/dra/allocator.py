@@ -280,7 +280,7 @@ class _Search:
         for ci, con in enumerate(self.specs[slot.claim].constraints):
             if con.requests and slot.base not in con.requests and slot.sub.name not in con.requests:
                 continue
-            value = _attribute(device.attributes, entry.driver, con.attribute)
+            value = lookup_attribute(device.attributes, entry.driver, con.attribute)
             held = self.constraint_state[slot.claim][ci]
             if value is None or (con.distinct and value in held) or (not con.distinct and held and held[0] != value):
                 for cj in added:
@@ -337,7 +337,7 @@ class _Search:
         return True
 
 
-def _attribute(attributes: Mapping[str, Any], driver: str, name: str) -> Any:
+def lookup_attribute(attributes: Mapping[str, Any], driver: str, name: str) -> Any:
     """A constraint's attribute of a device: the fully qualified name, or the bare name when
     its domain is the device's driver (lookupAttribute)."""
     if name in attributes:
