@@ -216,7 +216,7 @@ class ClaimLedger:
                 [selector.matches(n, lb) for n, lb in zip(self.names, self.labels)], dtype=bool)
         return hit
 
-    def _to_allocate(self, task: "TaskInfo") -> tuple[list[tuple[str, ResourceClaim]], np.ndarray, list[tuple[str, np.ndarray]]]:
+    def to_allocate(self, task: "TaskInfo") -> tuple[list[tuple[str, ResourceClaim]], np.ndarray, list[tuple[str, np.ndarray]]]:
         """Claims the pod must allocate, the nodes its allocated claims allow, and failures."""
         n = len(self.names)
         claims, why = self._claims(task)
@@ -267,7 +267,7 @@ class ClaimLedger:
         hit = self._checked.get(task.uid)
         if hit is not None and hit[0] == key:
             return hit[1]
-        pending, allowed, failures = self._to_allocate(task)
+        pending, allowed, failures = self.to_allocate(task)
         if not pending:
             out = Check(allowed, allowed, [(r, m, True) for r, m in failures])
         else:
@@ -285,7 +285,7 @@ class ClaimLedger:
         for u in added:
             self._set_away(u, True)
         try:
-            pending, allowed, _failures = self._to_allocate(task)
+            pending, allowed, _failures = self.to_allocate(task)
             if not pending or not allowed[row]:
                 return bool(allowed[row])
             only = np.zeros(len(self.names), dtype=bool)
@@ -397,7 +397,7 @@ class ClaimLedger:
         self._set_away(task.uid, task.status == TaskStatus.RELEASING)
         if task.status not in _PLACING or task.uid in self.task_claims:
             return
-        pending, allowed, _failures = self._to_allocate(task)
+        pending, allowed, _failures = self.to_allocate(task)
         if not allowed[row]:
             return
         keys: list[str] = []
