@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -127,13 +127,14 @@ class ClaimCards:
         made = objects.templates.get(f"{ns}/{template}") if template else None
         return "", made.spec if made is not None else None
 
-    def _asks(self, spec: ClaimSpec) -> list[tuple[tuple[str, ...], int]]:
-        """Per request that asks for cards: the models it may take, how many cards."""
+    def _asks(self, spec: ClaimSpec) -> list[tuple[tuple[str, ...], float]]:
+        """Per request that asks for cards: the models it may take, how many cards (a share of
+        a device through consumable capacity: the most of a device it may take)."""
         index, cards = self.ledger.index, self.cards
         out = []
         for req in spec.requests:
             models: set[str] = set()
-            count = 0
+            count = 0.0
             for sub in req.alternatives:
                 if sub.admin_access or sub.class_name not in index.classes:
                     continue
@@ -142,7 +143,8 @@ class ClaimCards:
                 if not found:
                     continue
                 models.update(found)
-                count = max(count, cards.most_on_a_node(match) if sub.mode == ALL else sub.count)
+                n = cards.most_on_a_node(match) if sub.mode == ALL else sub.count
+                count = max(count, n * cards.request_share(sub, match))
             if models and count:
                 out.append((tuple(sorted(models)), count))
         return out
@@ -152,12 +154,12 @@ class ClaimCards:
         they ask for no card. Read once per session and pod."""
         if task.uid in self._requests:
             return self._requests[task.uid]
-        asks: list[tuple[tuple[str, ...], int]] = []
+        asks: list[tuple[tuple[str, ...], float]] = []
         for pc in task.pod.claims:
             key, spec = self._spec(task, pc.claim_name, pc.template_name)
             devices = self.ledger.claim_devices(key) if key else None
             if devices is not None:
-                for model, n in _by_model(self.cards.model(i) for i in devices).items():
+                for model, n in self._by_model(devices).items():
                     asks.append(((model,), n))
             elif spec is not None:
                 asks.extend(self._asks(spec))
@@ -207,26 +209,27 @@ class ClaimCards:
             if key in seen or devices is None:
                 continue
             seen.add(key)
-            for model, n in sorted(_by_model(self.cards.model(i) for i in devices).items()):
-                out.append(Held(key, model, n * MILLI))
+            for model, n in sorted(self._by_model(devices).items()):
+                out.append(Held(key, model, round(n * MILLI, 3)))
         return tuple(out)
 
+    def _by_model(self, devices: Iterable[tuple[int, Any]]) -> dict[str, float]:
+        """Cards by model of held devices: a whole device 1, a share its part of the device."""
+        out: dict[str, float] = {}
+        for i, consumed in devices:
+            model = self.cards.model(i)
+            if model:
+                out[model] = out.get(model, 0.0) + self.cards.share(i, consumed)
+        return out
 
-def _by_model(models: Iterable[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for m in models:
-        if m:
-            out[m] = out.get(m, 0) + 1
-    return out
 
-
-def _combine(task: "TaskInfo", asks: list[tuple[tuple[str, ...], int]]) -> PodCardRequest | None:
+def _combine(task: "TaskInfo", asks: list[tuple[tuple[str, ...], float]]) -> PodCardRequest | None:
     if not asks:
         return None
     common = set(asks[0][0])
     for models, _n in asks[1:]:
         common &= set(models)
-    count = sum(n for _m, n in asks) * MILLI
+    count = round(sum(n for _m, n in asks) * MILLI, 3)
     if not common:
         every = sorted({m for models, _n in asks for m in models})
         return PodCardRequest(

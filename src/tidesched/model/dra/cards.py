@@ -20,14 +20,16 @@ A device is a card of the model its product attribute names:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 import numpy as np
 
 from tidesched.model.cards import is_model_name, mig_model_name
 from tidesched.model.dra.allocator import lookup_attribute
-from tidesched.model.dra.devices import DeviceIndex, Entry
+from tidesched.model.dra.devices import DeviceIndex
+from tidesched.model.dra.objects import Device, SubRequest
 
 DEFAULT_MODEL_ATTRIBUTES = ("gpu.nvidia.com/productName",)
 DEFAULT_PROFILE_ATTRIBUTES = ("gpu.nvidia.com/profile",)
@@ -44,30 +46,40 @@ class CardNaming:
     profile_attributes: tuple[str, ...] = DEFAULT_PROFILE_ATTRIBUTES
 
 
-def _first_string(entry: Entry, names: Sequence[str]) -> str | None:
+def _first_string(driver: str, device: Device, names: Sequence[str]) -> str | None:
     for name in names:
-        value = lookup_attribute(entry.device.attributes, entry.driver, name)
+        value = lookup_attribute(device.attributes, driver, name)
         if isinstance(value, str):
             return value
     return None
 
 
-def device_model(entry: Entry, naming: CardNaming) -> tuple[str, str]:
+def device_model(driver: str, device: Device, naming: CardNaming, where: str = "") -> tuple[str, str]:
     """(card model, problem) of one device: ("", "") for a device that is no card."""
-    product = _first_string(entry, naming.model_attributes)
+    product = _first_string(driver, device, naming.model_attributes)
     if product is None:
         return "", ""
     model = "-".join(product.split())
-    where = f"device {entry.driver}/{entry.pool}/{entry.device.name} (ResourceSlice {entry.slice.name})"
+    where = where or f"device {driver}/{device.name}"
     if not is_model_name(model):
         return "", f"{where}: product {product!r} is not a card model name; the device is charged to no card model"
-    profile = _first_string(entry, naming.profile_attributes)
+    profile = _first_string(driver, device, naming.profile_attributes)
     if profile is not None:
         profile = profile.strip()
         if not profile or not is_model_name(profile):
             return "", f"{where}: profile {profile!r} is not a slice profile; the device is charged to no card model"
         return mig_model_name(model, profile), ""
     return model, ""
+
+
+def device_share(device: Device, consumed: Mapping[str, Decimal] | None) -> float:
+    """The part of a device that a share consuming ``consumed`` of its capacity takes (consumable
+    capacity): its largest part of any one capacity; the whole device (None): 1."""
+    if not consumed:
+        return 1.0
+    caps = device.capacity
+    parts = [float(v / caps[k].value) for k, v in consumed.items() if k in caps and caps[k].value > 0]
+    return min(1.0, max(parts)) if parts else 1.0
 
 
 class DeviceCards:
@@ -79,7 +91,8 @@ class DeviceCards:
         names: list[str] = []
         problems: list[tuple[str, str]] = []  # (ResourceSlice, message)
         for e in index.entries:
-            model, problem = device_model(e, naming)
+            where = f"device {e.driver}/{e.pool}/{e.device.name} (ResourceSlice {e.slice.name})"
+            model, problem = device_model(e.driver, e.device, naming, where)
             names.append(model)
             if problem:
                 problems.append((e.slice.name, problem))
@@ -88,6 +101,7 @@ class DeviceCards:
         self.codes = np.array([code.get(m, -1) for m in names], dtype=np.int64)
         self.is_card = self.codes >= 0
         self.problems = tuple(problems)
+        self._asks: dict[object, tuple[object, float]] = {}  # request -> (request, share)
 
     @classmethod
     def of(cls, index: DeviceIndex, naming: CardNaming) -> "DeviceCards":
@@ -100,6 +114,27 @@ class DeviceCards:
     def model(self, i: int) -> str:
         c = int(self.codes[i])
         return self.models[c] if c >= 0 else ""
+
+    def share(self, i: int, consumed: Mapping[str, Decimal] | None) -> float:
+        return device_share(self.index.entries[i].device, consumed)
+
+    def request_share(self, sub: SubRequest, selected: np.ndarray) -> float:
+        """The part of a device a request that asks for capacity (consumable capacity) takes,
+        at most, among the selected devices: 1 for a request of whole devices."""
+        if not sub.capacity:
+            return 1.0
+        key = (sub.class_name, sub.selectors, tuple(sorted(sub.capacity.items())))
+        hit = self._asks.get(key)
+        if hit is None:
+            most = 0.0
+            for i in np.flatnonzero(selected & self.is_card).tolist():
+                device = self.index.entries[i].device
+                if not device.allow_multiple:
+                    most = 1.0  # the request takes the whole of a device that is not shared
+                    break
+                most = max(most, self.share(i, sub.capacity))
+            hit = self._asks[key] = (sub, most or 1.0)
+        return hit[1]
 
     def models_among(self, selected: np.ndarray) -> tuple[str, ...]:
         """The card models of the selected devices, by name."""

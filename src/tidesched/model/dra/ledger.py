@@ -459,17 +459,22 @@ class ClaimLedger:
                 return None
         return out
 
-    def claim_devices(self, key: str) -> list[int] | None:
-        """The devices a claim holds (its allocation in this session, else in the cluster),
-        without those it has for admin access (watched, not taken); None when not allocated."""
+    def claim_devices(self, key: str) -> list[tuple[int, Any]] | None:
+        """The devices a claim holds (its allocation in this session, else in the cluster), each
+        with the capacity its share consumes (None: the device itself), without those it has
+        for admin access (watched, not taken); None when the claim is not allocated."""
         held = self.session.get(key)
         if held is not None:
-            return [ch.index for ch in held.allocation.devices if not ch.admin]
+            return [(ch.index, ch.consumed) for ch in held.allocation.devices if not ch.admin]
         claim = self.objects.claims.get(key)
         if claim is None or claim.allocation is None:
             return None
-        ids = (self.index.ids.get(d.id) for d in claim.allocation.devices if not d.admin_access)
-        return [i for i in ids if i is not None]
+        out = []
+        for d in claim.allocation.devices:
+            i = self.index.ids.get(d.id)
+            if i is not None and not d.admin_access:
+                out.append((i, d.consumed if d.share_id else None))
+        return out
 
     def allocated_devices(self) -> Iterable[tuple[str, int]]:
         """Claims allocated in this session and their device indices (for quota readers)."""
