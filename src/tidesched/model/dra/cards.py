@@ -102,6 +102,8 @@ class DeviceCards:
         self.is_card = self.codes >= 0
         self.problems = tuple(problems)
         self._asks: dict[object, tuple[object, float]] = {}  # request -> (request, share)
+        self._totals: dict[str, np.ndarray] | None = None
+        self._offers: dict[str, np.ndarray] | None = None
 
     @classmethod
     def of(cls, index: DeviceIndex, naming: CardNaming) -> "DeviceCards":
@@ -149,6 +151,8 @@ class DeviceCards:
         """Per card model, how many of its (selected) devices each node row has; a device that
         several nodes reach (``allNodes``, a node selector) counts on the first of them, so the
         sums are the cluster's cards. Also: which rows reach a model at all (``offers``)."""
+        if selected is None and self._totals is not None:
+            return self._totals
         index = self.index
         chosen = self.is_card if selected is None else selected & self.is_card
         out: dict[str, np.ndarray] = {}
@@ -160,10 +164,14 @@ class DeviceCards:
             c = int(self.codes[i])
             if c >= 0 and chosen[i] and mask.any():
                 out[self.models[c]][int(np.argmax(mask))] += 1
+        if selected is None:
+            self._totals = out  # static while the index is: the caller must not change it
         return out
 
     def offers(self) -> dict[str, np.ndarray]:
-        """Per card model, the node rows that reach one of its devices."""
+        """Per card model, the node rows that reach one of its devices (do not change them)."""
+        if self._offers is not None:
+            return self._offers
         index = self.index
         out: dict[str, np.ndarray] = {}
         for c, model in enumerate(self.models):
@@ -175,4 +183,5 @@ class DeviceCards:
                 if mine[i]:
                     rows |= mask
             out[model] = rows
+        self._offers = out
         return out
