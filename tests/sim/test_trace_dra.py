@@ -73,6 +73,9 @@ def test_small_trace_replays_with_claims_allocated_and_cards_counted(tmp_path: P
     # beside the LS pod's whole one.
     assert max(c["Tesla-V100-32GB"]["allocated"] for c in cards) == 8
     assert 1.46 in [c["Tesla-T4"]["allocated"] for c in cards]
+    # FGD's fragmentation reads no DRA device: it is not reported rather than reported as 0.
+    assert sim.result["summary"]["mean_fragmented_share"] is None
+    assert sim.result["summary"]["mean_gpu_allocation"] > 0
 
 
 def test_card_quota_holds_with_claims_under_capacity_card(tmp_path: Path) -> None:
