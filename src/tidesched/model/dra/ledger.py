@@ -111,12 +111,12 @@ class ClaimLedger:
     @classmethod
     def open(cls, objects: DraObjects, table: Any) -> "ClaimLedger":
         names = table.names
-        labels = [n.meta.labels for n in table.nodes]
+        labels = table.memo(("dra-node-labels",), lambda: [n.meta.labels for n in table.nodes])
         index = objects.index(names, labels, table.shared)
         ledger = cls(objects, index, objects.use(index), names, labels)
         if objects.claims:  # pods being deleted release their claims' devices later
-            for row in table.tasks:
-                for t in row.values():
+            for i in np.flatnonzero(table.releasing[:, table.pods_col]).tolist():
+                for t in table.tasks[i].values():
                     if t.status == TaskStatus.RELEASING and t.pod.claims:
                         ledger._set_away(t.uid, True)
         return ledger
@@ -330,7 +330,7 @@ class ClaimLedger:
         failed = np.zeros(len(self.names), dtype=bool)
         timed = np.zeros(len(self.names), dtype=bool)
         for row in np.flatnonzero(passed).tolist():
-            found = self._allocate(task, specs, row, use, later)
+            found = self._allocate(task, specs, row, use, later, build=False)
             if found is None:
                 failed[row] = True
             elif isinstance(found, str):
@@ -378,16 +378,20 @@ class ClaimLedger:
                 out.append((f"{what}: not enough such devices free", exist & ~ok, False))
         return out
 
-    def _allocate(self, task: "TaskInfo", specs: list[Any], row: int, use: Use,
-                  later: bool) -> list[ClaimAllocation] | None | str:
+    def _allocate(self, task: "TaskInfo", specs: list[Any], row: int, use: Use, later: bool,
+                  build: bool = True) -> list[ClaimAllocation] | None | str | bool:
+        """The search's answer on one node, kept while nothing is taken or released; only
+        whether it succeeds (True) unless ``build``: a check tries many nodes, a placement one."""
         version = (self.version, self.away_version)
         if self._found_version != version:
             self._found = {}
             self._found_version = version
         key = (task.uid, row, later)
-        if key not in self._found:
-            self._found[key] = allocate(self.index, use, specs, self.index.classes, row, self.names[row])
-        return self._found[key]
+        found = self._found.get(key)
+        if key not in self._found or (build and found is True):
+            found = self._found[key] = allocate(self.index, use, specs, self.index.classes, row, self.names[row],
+                                                build=build)
+        return found
 
     # -- placements -----------------------------------------------------------------------------
 
