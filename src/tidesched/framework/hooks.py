@@ -451,14 +451,26 @@ class SessionHooks:
     def _claims_check(self, task: TaskInfo) -> PredicateResult:
         """Where the pod's DRA claims can be allocated (model.dra.ledger), whatever the config:
         a pod bound without its claims could not start, and its devices would stay free for
-        another pod. The failures are unresolvable: evicting pods allocates no claim."""
+        another pod; now, or once releasing pods are gone (a pipeline). The failures are
+        unresolvable (evicting pods allocates no claim) unless a plugin made claimed devices
+        evictable (the ledger's ``evictable``)."""
         n = len(self.table)
         ledger = self.table.dra
         if ledger is None:
             reason = claims_reason(task.pod.claims)
             return PredicateResult(np.zeros(n, dtype=bool), [NodeFailure(reason, np.ones(n, dtype=bool), True)])
         check = ledger.check(task)
-        return PredicateResult(check.passed, [NodeFailure(r, m, True) for r, m in check.failures])
+        return PredicateResult(check.passed, [NodeFailure(r, m, u) for r, m, u in check.failures])
+
+    def claims_now(self, task: TaskInfo) -> np.ndarray:
+        """Nodes where the pod's DRA claims can be allocated now, not only once releasing pods
+        are gone: where it may be allocated rather than pipelined (all nodes without claims)."""
+        ledger = self.table.dra
+        if not task.pod.claims:
+            return np.ones(len(self.table), dtype=bool)
+        if ledger is None:
+            return np.zeros(len(self.table), dtype=bool)
+        return ledger.check(task).now
 
     def predicate(self, task: TaskInfo) -> PredicateResult:
         """All plugin predicates for every node, and for a pod with DRA claims where they can

@@ -65,6 +65,8 @@ def choose_node(ssn: "Session", task: "TaskInfo", within: np.ndarray | None = No
     if within is not None:
         feasible = feasible & within
     idle_fit = feasible & table.fits_cached(task, "idle")
+    if task.pod.claims:  # devices of claims being released only later: a pipeline, as resources
+        idle_fit &= ssn.claims_now(task)
     scores = ssn.node_order_all(task)
     if scores is not None:
         for candidates, now in ((idle_fit, True), (feasible, False)):
