@@ -32,6 +32,7 @@ from tidesched.framework.plugin import (
 from tidesched.framework.queues import KeyedQueue, PriorityQueue
 from tidesched.framework.reasons import claims_reason
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
+from tidesched.model.sub_jobs import SubJobInfo
 
 if TYPE_CHECKING:
     from tidesched.framework.config import Tier
@@ -46,6 +47,10 @@ HOOK_SWITCH: dict[str, str | None] = {
     "job_ready": "job_ready",
     "job_pipelined": "job_pipelined",
     "job_starving": "job_starving",
+    # A sub-group's readiness and order (Volcano SubJobReadyFn, SubJobPipelinedFn, SubJobOrderFn).
+    "sub_job_ready": "sub_job_ready",
+    "sub_job_pipelined": "sub_job_pipelined",
+    "sub_job_order": "sub_job_order",
     "job_valid": None,
     "job_enqueueable": "job_enqueued",
     "job_enqueued": "job_enqueued",
@@ -333,6 +338,34 @@ class SessionHooks:
     def job_pipelined(self, job: JobInfo) -> bool:
         return self._votes("job_pipelined", job)
 
+    # -- sub-groups (model.sub_jobs; Volcano SubJobReady, SubJobPipelined, SubJobOrderFn) --
+
+    def sub_job_ready(self, job: JobInfo, sub: SubJobInfo) -> bool:
+        """Whether the sub-group has what it needs: for a job without sub-groups, whether the
+        job is ready; else every enabled fn agrees (none: it is)."""
+        if job.sub_jobs is None:
+            return self.job_ready(job)
+        for tier in self._chain("sub_job_ready"):
+            for _name, fn in tier:
+                if not fn(sub):
+                    return False
+        return True
+
+    def sub_job_pipelined(self, job: JobInfo, sub: SubJobInfo) -> bool:
+        if job.sub_jobs is None:
+            return self.job_pipelined(job)
+        return self._votes("sub_job_pipelined", sub)
+
+    def sub_job_order_less(self, l: SubJobInfo, r: SubJobInfo) -> bool:
+        """The SubJobOrder plugins' first non-zero answer, else the lower match index, else
+        the id."""
+        c = self._compare("sub_job_order", l, r)
+        if c:
+            return c < 0
+        if l.match_index != r.match_index:
+            return l.match_index < r.match_index
+        return l.uid < r.uid
+
     def job_enqueueable(self, job: JobInfo) -> bool:
         return self._votes("job_enqueueable", job)
 
@@ -510,22 +543,23 @@ class SessionHooks:
 
     # -- network topology (Volcano HyperNodeGradientFor{Job,SubJob}Fn, HyperNodeOrderMapFn) --
 
-    def hypernode_gradient(self, job: JobInfo, hypernode: str, purpose: str, sub: bool = False) -> list[list[str]]:
-        """The HyperNodes to try for ``job`` within ``hypernode``, in groups, lowest tier first
-        (``sub``: for its pods within the HyperNode chosen for the job): the first plugin's
-        answer; only ``hypernode`` itself without one."""
+    def hypernode_gradient(self, job: JobInfo, hypernode: str, purpose: str, sub: SubJobInfo | None = None) -> list[list[str]]:
+        """The HyperNodes to try for ``job`` (for its sub-group ``sub``, within the HyperNode
+        chosen for the job) within ``hypernode``, in groups, lowest tier first: the first
+        plugin's answer; only ``hypernode`` itself without one."""
         for tier in self._chain("hypernode_gradient"):
             for _name, fn in tier:
                 return fn(job, hypernode, purpose, sub)  # type: ignore[no-any-return]
         return [[hypernode]]
 
-    def hypernode_order(self, job: JobInfo, candidates: list[str], tie_bonus: bool = True) -> dict[str, float]:
-        """Each candidate HyperNode's score for the gang: the plugins' scores summed. Without
-        ``tie_bonus`` each is scored as if it were the only candidate."""
+    def hypernode_order(self, job: JobInfo, sub: SubJobInfo, candidates: list[str], tie_bonus: bool = True) -> dict[str, float]:
+        """Each candidate HyperNode's score for the sub-group (a gang without sub-groups: the
+        gang): the plugins' scores summed. Without ``tie_bonus`` each is scored as if it were
+        the only candidate."""
         scores = dict.fromkeys(candidates, 0.0)
         for tier in self._chain("hypernode_order"):
             for _name, fn in tier:
-                for name, score in fn(job, candidates, tie_bonus).items():
+                for name, score in fn(job, sub, candidates, tie_bonus).items():
                     scores[name] += score
         return scores
 
