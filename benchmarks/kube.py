@@ -49,6 +49,16 @@ once at ~36 pods/s at 1,000 × 5,000, needs minutes); it prints progress every m
     .venv/bin/python benchmarks/kube.py --peers tidesched,vc-scheduler --sizes 1000x5000 --gang 8
     .venv/bin/python benchmarks/kube.py --only tidesched --sizes 200x1000
     .venv/bin/python benchmarks/kube.py --repeat 3 --gang 8     # 3 interleaved rounds, medians
+    .venv/bin/python benchmarks/kube.py --dra --no-floor --sizes 1000x8000   # DRA (issue 35)
+
+``--dra``: every node's 8 GPUs are a ResourceSlice of a DRA driver (``gpu.example.com``, one
+DeviceClass) instead of a count, and every pod asks for one GPU through a ResourceClaim of its
+own (``resourceClaimName``, made before the run: no kube-controller-manager needed), 1 CPU /
+1 Gi besides. vc-scheduler is then Volcano **v1.15.1** (``../shared/volcano-1.15``, unpacked to
+``~/.cache/volcano-1.15.1``), started before the pods exist as its README asks, with the admin's
+credentials (the v1.7.0 ClusterRole of ``tests/e2e/volcano.py`` has no ``resource.k8s.io``);
+tidesched and vc-scheduler run v1.15.1's CI config less ``proportion`` (with proportion
+vc-scheduler binds no pod that has a claim, see ``benchmarks/dra_differential.py``).
 
 The table ends with each size's ratios to kube-scheduler (every other run's) and tidesched's to
 vc-scheduler's on the same inputs. This machine's speed drifts within minutes (the same run can
@@ -66,6 +76,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -116,26 +127,56 @@ def podgroup_body(name: str, min_member: int) -> dict[str, object]:
             "status": {"phase": "Pending"}}
 
 
-def pod_body(name: str, scheduler: str, group: str | None) -> dict[str, object]:
+def pod_body(name: str, scheduler: str, group: str | None, dra: bool = False) -> dict[str, object]:
+    spec: dict[str, object] = {
+        "schedulerName": scheduler,
+        "automountServiceAccountToken": False,
+        "containers": [{"name": "c", "image": "busybox",
+                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                      **({"claims": [{"name": "gpu"}]} if dra else {})}}],
+    }
+    if dra:
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}]
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": NS, "annotations": {GROUP_NAME: group} if group else {}},
-        "spec": {
-            "schedulerName": scheduler,
-            "automountServiceAccountToken": False,
-            "containers": [{"name": "c", "image": "busybox",
-                            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
-        },
+        "spec": spec,
     }
 
 
-def populate(api: Api, nodes: int, pods: int, scheduler: str, group: int, workers: int = 16) -> None:
+DRA_API = "/apis/resource.k8s.io/v1"
+DRA_DRIVER = "gpu.example.com"
+DRA_GPUS = 8
+
+
+def populate_dra(api: Api, nodes: int, pods: int, pool: ThreadPoolExecutor) -> None:
+    """``--dra``: a DeviceClass, each node's GPUs as a ResourceSlice, a one-GPU claim per pod."""
+    api.post(f"{DRA_API}/deviceclasses", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRA_DRIVER},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]}})
+    list(pool.map(lambda i: api.post(f"{DRA_API}/resourceslices", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"node-{i:05d}-gpus"},
+        "spec": {"driver": DRA_DRIVER, "nodeName": f"node-{i:05d}",
+                 "pool": {"name": f"node-{i:05d}", "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": f"gpu-{j}", "attributes": {"model": {"string": "H200"}},
+                              "capacity": {"memory": {"value": "141Gi"}}} for j in range(DRA_GPUS)]},
+    }), range(nodes)))
+    list(pool.map(lambda i: api.post(f"{DRA_API}/namespaces/{NS}/resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": f"pod-{i:06d}-gpu", "namespace": NS},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRA_DRIVER}}]}},
+    }), range(pods)))
+
+
+def populate(api: Api, nodes: int, pods: int, scheduler: str, group: int, workers: int = 16, dra: bool = False) -> None:
     """Nodes (registered, Ready, untainted) and pending pods, in parallel. ``group`` 0: bare pods;
     1: one PodGroup of minMember 1 per pod; N: PodGroups of minMember N (the last one smaller when
-    N does not divide the pods). The same objects for every scheduler but ``schedulerName``."""
+    N does not divide the pods). The same objects for every scheduler but ``schedulerName``.
+    ``dra``: GPUs and one-GPU claims (populate_dra), each pod naming its claim."""
     ensure_namespace(api, NS)
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(lambda i: create_node(api, f"node-{i:05d}", cpu="32", memory="128Gi"), range(nodes)))
+        if dra:
+            populate_dra(api, nodes, pods, pool)
         if group:
             groups = (pods + group - 1) // group
             list(pool.map(lambda g: api.post(
@@ -144,7 +185,7 @@ def populate(api: Api, nodes: int, pods: int, scheduler: str, group: int, worker
             ), range(groups)))
         list(pool.map(lambda i: api.post(
             f"/api/v1/namespaces/{NS}/pods",
-            pod_body(f"pod-{i:06d}", scheduler, f"pg-{i // group:06d}" if group else None),
+            pod_body(f"pod-{i:06d}", scheduler, f"pg-{i // group:06d}" if group else None, dra),
         ), range(pods)))
 
 
@@ -281,6 +322,7 @@ class Setup:
     py_spy: str | None = None
     logs: Path | None = None
     inputs: Path | None = None
+    dra: bool = False  # --dra: GPUs as ResourceSlices, one one-GPU ResourceClaim per pod
 
 
 def run_timeout(nodes: int, pods: int) -> float:
@@ -297,7 +339,7 @@ def start_scheduler(
     env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
     extra = setup.extra.get(which, [])
     if which == "vc-scheduler":
-        assert setup.volcano is not None and setup.conf is not None and kubeconfig is not None
+        assert setup.volcano is not None and setup.conf is not None and (kubeconfig is not None or setup.dra)
         # Its own ServiceAccount (scheduler_identity), like tidesched's and kube-scheduler's
         # identities: through RBAC and API Priority and Fairness. -v=2 for the line that says its
         # informers synced (VC_SYNCED); the flags kube-api-qps/burst are its defaults, written out.
@@ -385,9 +427,15 @@ def run_one(which: str, nodes: int, pods: int, gang: int, setup: Setup) -> Resul
             # Volcano's own CRDs in every run (the same stored objects for every scheduler);
             # vc-scheduler v1.7.0 also watches NUMA topologies, which only Volcano's CRDs define.
             install_volcano_crds(cp.admin, setup.volcano)
-        kubeconfig = scheduler_identity(cp, cp.workdir) if which == "vc-scheduler" else None
+        kubeconfig = scheduler_identity(cp, cp.workdir) if which == "vc-scheduler" and not setup.dra else None
+        early = None
+        if which == "vc-scheduler" and setup.dra:
+            # v1.15.1 drops pods whose claims exist before it starts (its README): start it first.
+            count_binds = BindCounter(cp)
+            started = time.time()
+            early = proc = start_scheduler(which, cp, cp.workdir, setup, kubeconfig)
         t = time.monotonic()
-        populate(cp.admin, nodes, pods, "default-scheduler" if which == "kube-scheduler" else "volcano", gang)
+        populate(cp.admin, nodes, pods, "default-scheduler" if which == "kube-scheduler" else "volcano", gang, dra=setup.dra)
         print(f"  {which}: {nodes} nodes, {pods} pods created in {time.monotonic() - t:.0f}s", flush=True)
         digest = ""
         if setup.inputs is not None:
@@ -398,9 +446,12 @@ def run_one(which: str, nodes: int, pods: int, gang: int, setup: Setup) -> Resul
         procs = {"apiserver": cp.apiserver.popen.pid, "etcd": cp.etcd.popen.pid}  # type: ignore[union-attr]
         cpu0 = {k: cpu_seconds(p) for k, p in procs.items()}
         writes0 = api_writes(cp.admin)
-        count_binds = BindCounter(cp)
-        started = time.time()
-        proc = start_scheduler(which, cp, cp.workdir, setup, kubeconfig)
+        if early is None:
+            count_binds = BindCounter(cp)
+            started = time.time()
+            proc = start_scheduler(which, cp, cp.workdir, setup, kubeconfig)
+        else:
+            proc = early
         procs["scheduler"] = proc.pid
         cpu0["scheduler"] = 0.0
         spy = None
@@ -467,6 +518,22 @@ def run_one(which: str, nodes: int, pods: int, gang: int, setup: Setup) -> Resul
         cp.cleanup()
 
 
+def dra_setup(conf: Path | None) -> tuple[Path | None, str, Path]:
+    """``--dra``: Volcano v1.15.1 unpacked, and the configuration file for both Volcano schedulers
+    (``--scheduler-conf``, else v1.15.1's CI config less proportion)."""
+    from cluster import VOLCANO_115_CI_CONF  # noqa: PLC0415
+
+    if conf is None:
+        conf = Path(tempfile.mkdtemp(prefix="kube-dra-")) / "volcano-scheduler-dra.conf"
+        conf.write_text(VOLCANO_115_CI_CONF.replace("  - name: proportion\n", ""))
+    shared = ROOT.parent / "shared" / "volcano-1.15"
+    if not (shared / "unpack").exists():
+        return None, f"no {shared}", conf
+    dest = Path.home() / ".cache" / "volcano-1.15.1"
+    subprocess.run(["sh", str(shared / "unpack"), str(dest)], check=True, capture_output=True)
+    return dest, "", conf
+
+
 def _peers(args: argparse.Namespace, ap: argparse.ArgumentParser) -> list[str]:
     if args.only and args.peers:
         ap.error("--only and --peers say the same thing: give one")
@@ -504,6 +571,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="N rounds per size, the schedulers interleaved: this machine's speed drifts "
                          "within minutes, so ratios are taken within a round and over medians")
+    ap.add_argument("--dra", action="store_true",
+                    help="GPUs as DRA ResourceSlices, one one-GPU ResourceClaim per pod; vc-scheduler v1.15.1")
     ap.add_argument("--logs", metavar="DIR", type=Path, help="keep each scheduler's log in DIR")
     ap.add_argument("--inputs", metavar="DIR", type=Path,
                     help="write each run's pods, PodGroups and Queue as stored (less uid, resourceVersion, "
@@ -516,6 +585,10 @@ def main() -> int:
         return 2
     volcano, vc_missing = find_volcano(binaries=("vc-scheduler",))
     conf = args.scheduler_conf
+    if args.dra:
+        volcano, vc_missing, conf = dra_setup(conf)
+        if "floor" in peers:  # the floor binds without allocating: no figure for DRA
+            peers.remove("floor")
     if conf is None and volcano is not None and (volcano / "volcano-scheduler.conf").is_file():
         conf = volcano / "volcano-scheduler.conf"
     if conf is not None and not conf.is_file():
@@ -538,7 +611,7 @@ def main() -> int:
     setup = Setup(
         assets, volcano, conf,
         {"tidesched": args.tidesched_arg, "vc-scheduler": args.vc_scheduler_arg},
-        args.timeout, args.stall, args.py_spy, args.logs, args.inputs,
+        args.timeout, args.stall, args.py_spy, args.logs, args.inputs, args.dra,
     )
     results: list[Result] = []
     failed: list[str] = []

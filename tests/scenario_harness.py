@@ -22,6 +22,8 @@ Format (one scenario per YAML document; a file may hold many)::
       absent_events: [...]         # each must NOT be present (same matching)
       podgroup_conditions: {ns/pg: [{type: Unschedulable, reason: GangTimeout}]}  # each present
       pod_condition_reasons: {ns/pod: GangTimeout}  # exact, when given
+      claims: {ns/pod: {ns/claim: [driver/pool/device]}}  # DRA claim writes of bound pods,
+                                   # exact when given ([]: the claim was allocated before)
       ungated: [ns/pod]            # pods whose queue-admission gate goes; exact, [] when omitted
       volume_bindings: {ns/pod: {node: n1, static: {pv: ns/claim}, provision: [ns/claim]}}  # exact, when given
 """
@@ -102,6 +104,8 @@ def check_expectations(doc: dict[str, Any], decisions: Decisions) -> list[str]:
         problems.append(
             f"pod_condition_reasons: expected {expect['pod_condition_reasons']}, got {decisions.pod_condition_reasons}"
         )
+    if "claims" in expect and out.get("claims", {}) != (expect["claims"] or {}):
+        problems.append(f"claims: expected {expect['claims']}, got {out.get('claims', {})}")
     if "volume_bindings" in expect and out.get("volume_bindings", {}) != (expect["volume_bindings"] or {}):
         problems.append(f"volume_bindings: expected {expect['volume_bindings']}, got {out.get('volume_bindings', {})}")
     for ev in expect.get("events") or []:

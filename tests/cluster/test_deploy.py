@@ -136,6 +136,12 @@ def test_rbac_allows_every_call_the_scheduler_makes(tmp_path: Path) -> None:
         # volume_binder.py: a pod's volumes bound before its Binding (a PV's claimRef, a claim's node)
         ("PUT", "/api/v1/persistentvolumes/pv-1"),
         ("PUT", "/api/v1/namespaces/ns/persistentvolumeclaims/data"),
+        # claim_writer.py, a bind of a pod with DRA claims: the finalizer, then the status (which
+        # the API server also authorizes as resourceclaims/binding); a re-read after a 409.
+        ("PUT", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c"),
+        ("PUT", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c/status"),
+        ("PUT", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c/binding"),
+        ("GET", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c"),
     }
     needed = {n for m, p in calls for n in _needed(m, p)}
     assert not needed - allowed, needed - allowed  # every call the scheduler makes is allowed

@@ -4,6 +4,10 @@ Random sequences of object adds, updates and deletes, with sessions in between w
 are written back to the objects, as both worlds do. After every step the cache must give a
 session the same state (infos, node rows, warnings) and the session the same decisions as
 infos built afresh from the raw objects with ``build_snapshot`` + ``build_state``.
+
+DRA rides along: pods may use ResourceClaims (some shared between pods), nodes publish GPUs
+as ResourceSlices, and binds write the claims' allocations back, as kube-scheduler's PreBind
+does. After every session no device may be in two claims.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ def node_obj(i: int, cpu: int, gpus: int, ready: bool, zone: int) -> dict[str, A
 def pod_obj(
     i: int, version: int, group: int | None, ours: bool, cpu: int, gpu: bool, node: int | None,
     done: bool, deleting: bool, prio: str | None, selector: int | None, bad: bool,
-    spread: str | None = None,
+    spread: str | None = None, claim: int | None = None,
 ) -> dict[str, Any]:
     phase = "Pending" if node is None else ("Succeeded" if done else "Running")
     requests: dict[str, str] = {"cpu": "lots" if bad else f"{cpu}", "memory": "1Gi"}
@@ -92,7 +96,41 @@ def pod_obj(
             "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": spread,
             "labelSelector": {"matchLabels": {"app": "web"}},
         }]
+    if claim is not None:  # a DRA claim (pods naming the same one share it)
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"c{claim}"}]
     return {"kind": "Pod", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+N_CLAIMS = 4
+DEVICE_CLASS = {
+    "kind": "DeviceClass", "metadata": {"name": "gpu"},
+    "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+}
+
+
+def slice_obj(i: int, gpus: int, generation: int) -> dict[str, Any]:
+    return {
+        "kind": "ResourceSlice", "metadata": {"name": f"n{i}-gpus"},
+        "spec": {"driver": "gpu.example.com", "nodeName": f"n{i}",
+                 "pool": {"name": f"n{i}", "generation": generation, "resourceSliceCount": 1},
+                 "devices": [{"name": f"gpu-{d}", "attributes": {"big": {"bool": d % 2 == 0}}} for d in range(gpus)]},
+    }
+
+
+def claim_obj(i: int, count: int, big: bool, held_on: int | None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": "gpu", "count": count}
+    if big:
+        exactly["selectors"] = [{"cel": {"expression": 'device.attributes["gpu.example.com"].big'}}]
+    obj: dict[str, Any] = {
+        "kind": "ResourceClaim", "metadata": {"name": f"c{i}", "namespace": "a", "uid": f"claim-{i}"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}, "status": {},
+    }
+    if held_on is not None:  # allocated before (by another scheduler), on gpu-0 of that node
+        obj["status"]["allocation"] = {
+            "devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": f"n{held_on}", "device": "gpu-0"}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [f"n{held_on}"]}]}]},
+        }
+    return obj
 
 
 def queue_obj(name: str, weight: int) -> dict[str, Any]:
@@ -104,7 +142,7 @@ def class_obj(name: str, value: int, default: bool) -> dict[str, Any]:
 
 
 # Every start has both queues and both classes, so that preempt and reclaim have work.
-BASE = [queue_obj("default", 1), queue_obj("q1", 2), class_obj("high", 100, False), class_obj("low", 0, False)]
+BASE = [queue_obj("default", 1), queue_obj("q1", 2), class_obj("high", 100, False), class_obj("low", 0, False), DEVICE_CLASS]
 
 
 def group_obj(i: int, min_member: int, queue: str, phase: str, prio: str | None) -> dict[str, Any]:
@@ -138,6 +176,12 @@ pods = st.builds(
     st.sampled_from([None, None, 0, 1]),
     st.sampled_from([False] * 9 + [True]),
     st.sampled_from([None, None, None, "DoNotSchedule", "ScheduleAnyway"]),
+    st.sampled_from([None, None, 0, 1, 2, 3]),
+)
+slices = st.builds(slice_obj, st.integers(0, N_NODES - 1), st.sampled_from([1, 2, 3]), st.sampled_from([1, 1, 2]))
+claims = st.builds(
+    claim_obj, st.integers(0, N_CLAIMS - 1), st.sampled_from([1, 1, 2]), st.booleans(),
+    st.sampled_from([None, None, None, None, 0, 1]),
 )
 groups = st.builds(
     group_obj, st.integers(0, N_GROUPS - 1), st.sampled_from([1, 1, 2, 3]), st.sampled_from(["default", "default", "q1", "gone"]),
@@ -147,7 +191,7 @@ queues = st.builds(queue_obj, st.sampled_from(["default", "q1"]), st.integers(1,
 classes = st.builds(
     class_obj, st.sampled_from(["high", "low"]), st.integers(-5, 100), st.booleans(),
 )
-objects = st.one_of(pods, pods, pods, groups, nodes, queues, classes)
+objects = st.one_of(pods, pods, pods, groups, nodes, queues, classes, slices, claims)
 steps = st.lists(
     st.one_of(
         st.tuples(st.just("put"), objects),
@@ -191,6 +235,9 @@ def describe(state: SessionState) -> dict[str, Any]:
             t.pipelined.tolist(), t.idle.tolist(), t.future_idle.tolist(), t.pod_count.tolist(),
             [[x.key for x in row.values()] for row in t.tasks],
         ),
+        "dra": (
+            [e.id for e in t.dra.index.entries], t.dra.use.in_use.tolist(), sorted(state.snapshot.dra.claims),
+        ),
     }
 
 
@@ -207,6 +254,7 @@ def decide(snapshot: Any, state: SessionState, n: int, config: Any = CONFIGS[0])
     d = run_actions(ssn)
     return {
         **d.to_json(),
+        "claim_writes": {k: [(w.claim, w.allocation) for w in v] for k, v in d.claim_writes.items()},
         "conditions": d.podgroup_conditions,
         "queues": d.queue_allocated,
         "events": [(e.kind, e.namespace, e.name, e.reason, e.message) for e in d.events],
@@ -216,6 +264,15 @@ def decide(snapshot: Any, state: SessionState, n: int, config: Any = CONFIGS[0])
 def write_back(world: dict[tuple[str, str], dict[str, Any]], decisions: dict[str, Any]) -> list[tuple[str, str]]:
     """What a world does with decisions: binds, evictions, PodGroup phases."""
     changed = []
+    for key, writes in decisions["claim_writes"].items():  # before the binds, as PreBind
+        uid = world[("Pod", key)]["metadata"]["uid"]
+        for claim_key, allocation in writes:
+            obj = copy.deepcopy(world[("ResourceClaim", claim_key)])
+            if allocation is not None:
+                obj["status"]["allocation"] = allocation
+            obj["status"].setdefault("reservedFor", []).append({"resource": "pods", "name": key.split("/")[1], "uid": uid})
+            world[("ResourceClaim", claim_key)] = obj
+            changed.append(("ResourceClaim", claim_key))
     for key, node in decisions["bound"].items():
         obj = copy.deepcopy(world[("Pod", key)])
         obj["spec"]["nodeName"] = node
@@ -242,6 +299,8 @@ clusters = st.tuples(
     st.lists(nodes, min_size=2, max_size=N_NODES, unique_by=key_of),
     st.lists(groups, max_size=N_GROUPS, unique_by=key_of),
     st.lists(pods, min_size=6, max_size=N_PODS, unique_by=key_of),
+    st.lists(slices, min_size=2, max_size=N_NODES, unique_by=key_of),
+    st.lists(claims, min_size=2, max_size=N_CLAIMS, unique_by=key_of),
 )
 # Half the starts end with a contended corner: a high-priority gang waiting for a node that a
 # low-priority job of the same queue fills with more pods than its minimum (preempt evicts).
@@ -254,7 +313,8 @@ CONTENDED = [
     pod_obj(N_PODS - 3, 0, 1, True, 1, False, None, False, False, "high", 9, False),
 ]
 start = st.tuples(clusters, st.booleans()).map(
-    lambda t: [*(("put", o) for o in BASE), *(("put", o) for o in t[0][0] + t[0][1] + t[0][2] + (CONTENDED if t[1] else []))]
+    lambda t: [*(("put", o) for o in BASE),
+               *(("put", o) for o in t[0][0] + t[0][1] + t[0][2] + t[0][3] + t[0][4] + (CONTENDED if t[1] else []))]
 )
 
 
@@ -289,6 +349,13 @@ def test_incremental_cache_matches_a_rebuild(config: Any, first: list[tuple[str,
             if arg:  # the world applies the decisions, and the cache hears of them
                 for ident in write_back(world, ours):
                     cache.update(*ident, world[ident])
+                held = build_snapshot([world[k] for k in sorted(world)], scheduler_names=OURS, strict_kinds=False).dra
+                shared = {d: c for d, c in held.held_devices().items() if len(c) > 1}
+                # Claims written before the first session (allocated "by another scheduler")
+                # may collide among themselves; a session must never add a holder.
+                for device, holders in shared.items():
+                    written = {w[0] for ws in ours["claim_writes"].values() for w in ws if w[1] is not None}
+                    assert not written & set(holders), f"device {device} in claims {holders}"
 
 
 def test_unchanged_objects_are_not_parsed_again_and_a_quiet_cache_does_not_move() -> None:

@@ -13,6 +13,10 @@ limiter. Answers are handled on that loop:
 * anything else, or retries exhausted → forgotten (its resources freed in the cache), a
   ``FailedScheduling`` Warning event, and the pod is simply pending for the next session.
 
+A pod with DRA ResourceClaims has its claims written before anything else (:mod:`~tidesched.cluster.claim_writer`:
+the allocation and the pod in ``reservedFor``, as kube-scheduler's PreBind), and is bound only
+once they are; the claims are assumed in the store with the pod, so the next session sees
+their devices taken.
 A pod whose decision carries a :class:`~tidesched.model.volumes.VolumePlan` has its volumes
 bound first (:mod:`~tidesched.cluster.volume_binder`: PVs given their claims, claims their node
 to provision on, then the wait for the PV controller); the Binding is sent when that is done,
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from tidesched.cluster.api import Cancelled, Kube, error_message, is_transient, status_of
+from tidesched.cluster.claim_writer import ClaimWriter
 from tidesched.cluster.status import EventRecorder
 from tidesched.cluster.store import POD, ClusterStore
 from tidesched.cluster.volume_binder import VolumePreBinder
@@ -47,6 +52,8 @@ class BindRequest:
     # Written on the pod with the binding (the API server copies a Binding's annotations onto
     # the pod as it sets the node): the vGPU devices deviceshare gave it.
     annotations: Mapping[str, str] | None = None
+    # DRA claim writes (model.dra.ledger.ClaimWrite) to make before the Binding.
+    claims: tuple[Any, ...] = ()
 
 
 class Binder:
@@ -81,6 +88,7 @@ class Binder:
         self.dropped = 0
         self._in_flight = InFlight()
         self._stopped = False
+        self.claims = ClaimWriter(kube, store, owner=self, max_active=workers, may_send=self._allowed)
         self.volumes = VolumePreBinder(kube, store, may_send=self._allowed, owner=self, max_active=workers)
 
     def start(self) -> None:
@@ -91,9 +99,11 @@ class Binder:
         binds: Mapping[str, str],
         annotations: Mapping[str, Mapping[str, str]] | None = None,
         volumes: Mapping[str, VolumePlan] | None = None,
+        claims: Mapping[str, Any] | None = None,
     ) -> int:
-        """Assume and send the session's binds (with the ``annotations`` a bind carries and the
-        ``volumes`` it binds first, by pod key); returns how many were sent. Pods already in
+        """Assume and send the session's binds (with the ``annotations`` a bind carries, the DRA
+        ``claims`` it writes first and the ``volumes`` it binds then, by pod key); returns how
+        many were sent. Pods already in
         flight, already bound or gone are skipped."""
         queued = 0
         for key, node in sorted(binds.items()):
@@ -102,17 +112,41 @@ class Binder:
                 continue
             uid = str((pod.get("metadata") or {}).get("uid") or "")
             extra = (annotations or {}).get(key) or None
+            writes = tuple((claims or {}).get(key) or ())
+            if (pod.get("spec") or {}).get("resourceClaims") and not writes:
+                continue  # never bind a pod without its claims
             if not self.store.assume(key, node, uid, extra):
                 continue
+            if writes and not self.store.assume_claims(uid, key.split("/", 1)[1], writes):
+                self.store.forget(key)  # a claim changed since the session read it: next session
+                continue
             self._in_flight.add()
-            req, t0 = BindRequest(key, node, uid, extra), time.monotonic()
-            plan = (volumes or {}).get(key)
-            if plan is None:
-                self._send(req, 0, t0, 0.0)
-            else:
-                self.volumes.start(key, uid, plan, lambda error, r=req, t=t0: self._prebound(r, t, error))
+            req, t0 = BindRequest(key, node, uid, extra, writes), time.monotonic()
+            self._pre_bind(req, t0, (volumes or {}).get(key))
             queued += 1
         return queued
+
+    def _pre_bind(self, req: BindRequest, t0: float, plan: VolumePlan | None) -> None:
+        """The pod's DRA claims written (as kube-scheduler's DynamicResources PreBind), then its
+        volumes bound (VolumeBinding's), then its Binding sent; a failure gives the bind up."""
+
+        def volumes_then_binding(exc: BaseException | None) -> None:
+            if isinstance(exc, Cancelled):
+                self._drop(req)
+            elif exc is not None:
+                self._failed(req, exc, t0)
+            else:
+                if req.claims:
+                    self.store.finish_claims((w.claim for w in req.claims), self.assume_ttl)
+                if plan is None:
+                    self._send(req, 0, t0, 0.0)
+                else:
+                    self.volumes.start(req.key, req.uid, plan, lambda error: self._prebound(req, t0, error))
+
+        if req.claims:
+            self.claims.write(req.key.split("/", 1)[1], req.uid, req.claims, volumes_then_binding)
+        else:
+            volumes_then_binding(None)
 
     def _prebound(self, req: BindRequest, t0: float, error: str | None) -> None:
         """The pod's volumes are bound (error None): its Binding goes; else the bind is given up."""
@@ -185,6 +219,7 @@ class Binder:
         self, req: BindRequest, exc: BaseException | None, t0: float, reason: str | None = None
     ) -> None:
         self.store.forget(req.key)
+        self.store.forget_claims(w.claim for w in req.claims)
         self.failed += 1
         msg = reason or (error_message(exc) if exc else "unknown error")
         log.warning("binding %s to %s failed: %s", req.key, req.node, msg)
@@ -205,6 +240,7 @@ class Binder:
     def _drop(self, req: BindRequest) -> None:
         """Given up unsent: the pod is pending again in the cache."""
         self.store.forget(req.key)
+        self.store.forget_claims(w.claim for w in req.claims)
         self.dropped += 1
         self._done()
 

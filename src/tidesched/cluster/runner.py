@@ -417,7 +417,8 @@ class Runner:
             # Binds start as the session dispatches them (Volcano's cache binds while the
             # session goes on), so the first pods bind before a long first session ends.
             def dispatch(key: str, node: str) -> None:
-                self._dispatch(key, node, ssn.bind_annotations.get(key), ssn.volume_bindings.get(key))
+                self._dispatch(key, node, ssn.bind_annotations.get(key), ssn.volume_bindings.get(key),
+                               ssn.claim_writes.get(key))
                 dispatched_at.append(time.time())
 
             ssn.on_dispatch = dispatch
@@ -458,10 +459,12 @@ class Runner:
         node: str,
         annotations: dict[str, str] | None = None,
         volumes: VolumePlan | None = None,
+        claims: Any = None,
     ) -> None:
         if self.leading() and not self.stop_event.is_set():
             self.binder.submit(
-                {key: node}, {key: annotations} if annotations else None, {key: volumes} if volumes else None
+                {key: node}, {key: annotations} if annotations else None, {key: volumes} if volumes else None,
+                {key: claims} if claims else None,
             )
 
     def _observe_action(self, name: str, seconds: float) -> None:
@@ -487,7 +490,7 @@ class Runner:
 
     def apply(self, d: Decisions, report: quota.QuotaReport) -> None:
         """Hand the decisions to the writers; returns at once (K8S-2: off the session path)."""
-        queued = self.binder.submit(d.bound, d.bind_annotations, d.volume_bindings)
+        queued = self.binder.submit(d.bound, d.bind_annotations, d.volume_bindings, d.claim_writes)
         evicting = self.evictor.submit(d.evicted, d.eviction_reasons)
         if d.ungated:
             self.gate_remover.submit(d.ungated)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from tidesched.cluster.api import ApiException, Kube, json_lines, status_of
+from tidesched.cluster.claim_overlays import CLAIM, ClaimOverlays
 from tidesched.model.gates import only_volcano_gate, raw_gate_names
 
 log = logging.getLogger("tidesched.cluster.store")
@@ -61,6 +62,9 @@ class ResourceType:
     optional: bool = False
 
 
+DRA_API = "resource.k8s.io/v1"
+
+
 RESOURCE_TYPES: dict[str, ResourceType] = {
     r.kind: r
     for r in (
@@ -84,6 +88,11 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType(STORAGE_CLASS, "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1/storageclasses"),
         ResourceType(CSI_NODE, "storage.k8s.io/v1", False, "/apis/storage.k8s.io/v1/csinodes"),
         ResourceType(HYPERNODE, TOPOLOGY_GROUP_VERSION, False, f"/apis/{TOPOLOGY_GROUP_VERSION}/hypernodes", optional=True),
+        # Dynamic Resource Allocation (docs/dra.md)
+        ResourceType("DeviceClass", DRA_API, False, f"/apis/{DRA_API}/deviceclasses", True),
+        ResourceType("ResourceSlice", DRA_API, False, f"/apis/{DRA_API}/resourceslices", True),
+        ResourceType("ResourceClaim", DRA_API, True, f"/apis/{DRA_API}/resourceclaims", True),
+        ResourceType("ResourceClaimTemplate", DRA_API, True, f"/apis/{DRA_API}/resourceclaimtemplates", True),
     )
 }
 
@@ -106,7 +115,7 @@ class _Assumed:
 
 
 @dataclass
-class ClusterStore:
+class ClusterStore(ClaimOverlays):
     """Current objects by kind and key (``ns/name`` or ``name``), plus overlays."""
 
     kinds: tuple[str, ...] = tuple(RESOURCE_TYPES)
@@ -121,6 +130,10 @@ class ClusterStore:
     version: int = 0  # bumped on every change; lets waiters notice progress
     # Whose pods count as work (``--scheduler-name``); None: every pod.
     scheduler_names: frozenset[str] | None = None
+    # ResourceClaim key -> the status a bind in flight writes (allocation, reservedFor), the
+    # pods it reserves for, and its expiry (None while in flight): sessions see the claim
+    # allocated from the moment its pod is assumed bound, as kube-scheduler's assume cache.
+    claims_assumed: dict[str, tuple[dict[str, Any], frozenset[str], float | None]] = field(default_factory=dict)
     # (kind, key) -> the object as a bind in flight is writing it (a PV with its claimRef, a claim
     # with its selected node), shown instead of the API's until the watch brings another version.
     assumed_objects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
@@ -196,6 +209,8 @@ class ClusterStore:
                     self._confirm(key, current)
                 if key in self.releasing:
                     self._confirm_release(key, current)
+            if kind == CLAIM and key in self.claims_assumed:
+                self._confirm_claim(key, current)
             if (kind, key) in self.assumed_objects:
                 self._confirm_object(kind, key, current)
             self._changed()
@@ -299,7 +314,9 @@ class ClusterStore:
         with self._cond:
             out: list[dict[str, Any]] = []
             for kind in self.kinds:
-                if kind != POD:
+                if kind == CLAIM:
+                    out.extend(self._claim_overlaid(k, c) for k, c in self.objects[kind].items())
+                elif kind != POD:
                     assumed = self.assumed_objects
                     out.extend(assumed.get((kind, key), obj) for key, obj in self.objects[kind].items())
             out.extend(self._overlaid(key, pod) for key, pod in self.objects.get(POD, {}).items())
@@ -316,6 +333,8 @@ class ClusterStore:
                     obj = objects.get(key)
                     if obj is not None and kind == POD:
                         obj = self._overlaid(key, obj)
+                    elif obj is not None and kind == CLAIM:
+                        obj = self._claim_overlaid(key, obj)
                     elif obj is not None:
                         obj = self.assumed_objects.get((kind, key), obj)
                     out.append((kind, key, obj))
@@ -444,6 +463,7 @@ class ClusterStore:
             for k in rel:
                 del self.releasing[k]
                 self.released_at.pop(k, None)
+            self._expire_claims(now)
             self._dirty[POD].update(gone, rel)
             if gone or rel:
                 self._changed()

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from tidesched.model.dra.ledger import ClaimWrite
 from tidesched.model.problems import Event
 from tidesched.model.volumes import VolumePlan
 
@@ -51,6 +52,9 @@ class Decisions:
     # Annotations to write on a bound pod with its binding (the vGPU devices it was given,
     # plugins/deviceshare.py), by pod key.
     bind_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The DRA claim writes each bound pod with ResourceClaims needs before its Binding (the
+    # allocation when the session made it, and the pod added to reservedFor), by pod key.
+    claim_writes: dict[str, list[ClaimWrite]] = field(default_factory=dict)
     # Pods whose queue now takes them: their Volcano queue-admission gate is to be removed
     # (feature SchedulingGatesQueueAdmission; framework/gates.py), by pod key, in that order.
     ungated: list[str] = field(default_factory=list)
@@ -65,6 +69,8 @@ class Decisions:
             "podgroups": dict(sorted(self.podgroups.items())),
             "events": [e.to_dict() for e in self.events],
         }
+        if self.claim_writes:
+            out["claims"] = {k: {w.claim: _devices(w) for w in v} for k, v in sorted(self.claim_writes.items())}
         if self.bind_annotations:
             out["bind_annotations"] = {k: dict(sorted(v.items())) for k, v in sorted(self.bind_annotations.items())}
         if self.ungated:
@@ -72,3 +78,11 @@ class Decisions:
         if self.volume_bindings:
             out["volume_bindings"] = {k: v.to_json() for k, v in sorted(self.volume_bindings.items())}
         return out
+
+
+def _devices(write: ClaimWrite) -> list[str]:
+    """A claim write in the JSON decisions: its devices as driver/pool/device ([] when the
+    claim was allocated before, so the bind only reserves it)."""
+    if write.allocation is None:
+        return []
+    return ["/".join((r["driver"], r["pool"], r["device"])) for r in write.allocation["devices"]["results"]]

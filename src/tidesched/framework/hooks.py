@@ -475,24 +475,40 @@ class SessionHooks:
     def predicate_mask(self, task: TaskInfo) -> np.ndarray:
         """Which nodes pass every plugin predicate, without the reasons: from the row cache
         when every predicate is row-local for the task (do not modify the array)."""
-        if task.pod.claims:
-            return self._claims_unallocatable(task).passed
         mask = self._row_vector("predicate", task)
+        if task.pod.claims:
+            base = self._plugin_predicate(task).passed if mask is None else mask
+            return base & self._claims_check(task).passed
         return self.predicate(task).passed if mask is None else mask
 
-    def _claims_unallocatable(self, task: TaskInfo) -> PredicateResult:
-        """A pod with DRA ResourceClaims fits no node, whatever the config: tidesched does not
-        allocate claims yet, and binding the pod without them would leave it unable to start
-        (and its devices free for another pod). Nothing evicted could change that."""
+    def _claims_check(self, task: TaskInfo) -> PredicateResult:
+        """Where the pod's DRA claims can be allocated (model.dra.ledger), whatever the config:
+        a pod bound without its claims could not start, and its devices would stay free for
+        another pod. The failures are unresolvable: evicting pods allocates no claim."""
         n = len(self.table)
-        reason = claims_reason(task.pod.claims)
-        return PredicateResult(np.zeros(n, dtype=bool), [NodeFailure(reason, np.ones(n, dtype=bool), True)])
+        ledger = self.table.dra
+        if ledger is None:
+            reason = claims_reason(task.pod.claims)
+            return PredicateResult(np.zeros(n, dtype=bool), [NodeFailure(reason, np.ones(n, dtype=bool), True)])
+        check = ledger.check(task)
+        return PredicateResult(check.passed, [NodeFailure(r, m, True) for r, m in check.failures])
 
     def predicate(self, task: TaskInfo) -> PredicateResult:
-        """All plugin predicates for every node; the first failing plugin names the reason
-        of a node (Volcano: first predicate error wins)."""
-        if task.pod.claims:
-            return self._claims_unallocatable(task)
+        """All plugin predicates for every node, and for a pod with DRA claims where they can
+        be allocated; the first failing plugin names the reason of a node (Volcano: first
+        predicate error wins)."""
+        res = self._plugin_predicate(task)
+        if not task.pod.claims:
+            return res
+        claims = self._claims_check(task)
+        failures = list(res.failures)
+        for f in claims.failures:
+            newly = f.nodes & res.passed
+            if newly.any():
+                failures.append(NodeFailure(f.reason, newly, f.unresolvable))
+        return PredicateResult(res.passed & claims.passed, failures)
+
+    def _plugin_predicate(self, task: TaskInfo) -> PredicateResult:
         n = len(self.table)
         passed = np.ones(n, dtype=bool)
         failures: list[NodeFailure] = []

@@ -101,8 +101,8 @@ def _too_little(asked: str, best: str, reason: devices.Reason) -> str:
 
 
 def claims_reason(claims: tuple[PodClaim, ...]) -> str:
-    """Why a pod with DRA ResourceClaims fits no node: tidesched does not allocate claims yet,
-    and a pod bound with unallocated claims never starts (the kubelet cannot prepare them)."""
+    """Why a pod with DRA ResourceClaims fits no node when its session read no DRA objects at
+    all (a session opened without a claim ledger): it stays pending rather than bind without
+    its devices."""
     named = ", ".join(c.describe() for c in claims)
-    return (f"pod uses ResourceClaims ({named}) that tidesched does not allocate yet; "
-            "it stays pending rather than bind without its devices")
+    return f"pod uses ResourceClaims ({named}) and no DRA objects were read; it stays pending rather than bind without its devices"

@@ -21,6 +21,7 @@ from tidesched.framework.decisions import Decisions, FitErrors
 from tidesched.framework.features import FeatureGates
 from tidesched.framework.hooks import SessionHooks
 from tidesched.framework.plugin import Plugin, PredicateResult
+from tidesched.model.dra.ledger import ClaimWrite
 from tidesched.framework.topology import SessionTopology
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 from tidesched.model.problems import Event
@@ -93,6 +94,7 @@ class Session(SessionHooks):
         # dispatch, before on_dispatch, so that a world binding at once writes them with it.
         self.annotate_bind: Callable[[TaskInfo], dict[str, str] | None] | None = None
         self.bind_annotations: dict[str, dict[str, str]] = {}
+        self.claim_writes: dict[str, list[ClaimWrite]] = {}
         # What a task's binding writes first (the predicates' VolumeBinding PreBind: PVs bound to
         # claims, claims given the node to provision on), made at dispatch as annotate_bind is.
         self.plan_volumes: Callable[[TaskInfo], VolumePlan | None] | None = None
@@ -183,6 +185,13 @@ class Session(SessionHooks):
         """Hand an Allocated task to the binder (Volcano Session.dispatch). A dispatch is final
         (no later action of the session undoes it), so ``on_dispatch``, when a world sets it,
         may start binding at once, as Volcano's cache binds while the session goes on."""
+        if task.pod.claims:
+            writes = self.table.dra.writes(task) if self.table.dra is not None else None
+            if writes is None:  # never bind a pod without its claims (the ledger failed it)
+                self.event("Pod", task.namespace, task.name, "Warning", "FailedScheduling",
+                           f"claims of {task.key} could not be allocated on {task.node_name}; not bound")
+                return
+            self.claim_writes[task.key] = writes
         job = self.jobs.get(task.job)
         if job is not None:
             job.update_task_status(task, TaskStatus.BINDING)
@@ -309,6 +318,7 @@ class Session(SessionHooks):
             pod_condition_reasons=dict(self.pod_condition_reasons),
             wake_at=self.wake_at,
             bind_annotations=dict(self.bind_annotations),
+            claim_writes=dict(self.claim_writes),
             ungated=list(self.ungated),
             volume_bindings=dict(self.volume_bindings),
         )

@@ -27,6 +27,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tidesched.model.dra.ledger import ClaimLedger
+from tidesched.model.dra.records import KINDS as DRA_KINDS
+from tidesched.model.dra.records import DraObjects
 from tidesched.model.hypernode_tree import HyperNodeIndex, HyperNodeTree
 from tidesched.model.infos import ALLOCATED_STATUSES, JobInfo, TaskInfo
 from tidesched.model.node_table import NodeTable, occupies_node
@@ -58,8 +61,9 @@ from tidesched.model.status import TaskStatus
 from tidesched.model.volumes import VolumeCatalog
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget", "ResourceQuota", "Numatopology",
-         *VOLUME_KINDS, "HyperNode")
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"})
+         *VOLUME_KINDS, "HyperNode", *DRA_KINDS)
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim",
+                         "ResourceClaim", "ResourceClaimTemplate"})
 
 # Short ways to parse a copy-on-write status write of the object parsed last (None: parse it all).
 _REPARSERS = {"Pod": reparse_pod, "PodGroup": reparse_podgroup}
@@ -87,6 +91,7 @@ class ClusterCache:
         self._synthesized: dict[str, str] = {}  # pod key -> key of the PodGroup made for it
         self._rev = dict.fromkeys(KINDS, 0)
         self._lists: dict[str, tuple[int, list[Any]]] = {}
+        self.dra = DraObjects()  # the DRA records, kept beside the others (sessions' claim ledgers)
         # Session state (valid unless _rebuild is set).
         self._rebuild = True
         self._table_stale = True
@@ -197,6 +202,8 @@ class ClusterCache:
         elif kind in ("Queue", "PriorityClass"):
             if kind == "PriorityClass" or old is None or record is None:
                 self._rebuild = True  # job membership or every priority may change
+        elif kind in DRA_KINDS:
+            self.dra.put(kind, key, record)  # read afresh by each session's claim ledger
         # PodDisruptionBudgets, ResourceQuotas, Numatopologies and the storage kinds: only the
         # snapshot lists hold them.
 
@@ -402,6 +409,7 @@ class ClusterCache:
             queues=queues,
             priority_classes=list(self._list("PriorityClass")),
             pdbs=list(self._list("PodDisruptionBudget")),
+            dra=self.dra,
             hypernodes=list(self._list("HyperNode")),
             resource_quotas=list(self._list("ResourceQuota")),
             numatopologies=list(self._list("Numatopology")),
@@ -473,6 +481,7 @@ class ClusterCache:
             hypernodes=self._tree,
             domains=self._domains,
         )
+        state.table.dra = ClaimLedger.open(self.dra, state.table)
         return snapshot, state
 
     def node_table(self) -> NodeTable:

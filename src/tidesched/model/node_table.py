@@ -138,6 +138,9 @@ class NodeTable:
         # The nodes' vGPU devices (model.devices), kept by add_task/remove_task; None when no
         # node registers any.
         self.devices: DeviceTable | None = DeviceTable.build(self.nodes)
+        # A session's DRA claim ledger (model.dra.ledger), charged by add_task/remove_task as the
+        # vGPU devices are; None outside sessions.
+        self.dra: Any = None
 
     def copy(self) -> "NodeTable":
         """A table a session may change: own usage arrays; the nodes, dimensions, allocatable
@@ -165,6 +168,7 @@ class NodeTable:
         new._parent = None
         new._carry_context = None
         new.devices = self.devices.copy() if self.devices is not None else None
+        new.dra = self.dra.copy() if self.dra is not None else None
         if self._carry_context is not None:
             new._parent = self
         return new
@@ -376,6 +380,8 @@ class NodeTable:
         self.pod_count[i] += 1
         if self.devices is not None and task.pod.vgpu is not None:
             self.devices.add(i, task, self.tasks[i])
+        if self.dra is not None and task.pod.claims:
+            self.dra.add(i, task)
         row = self._row(i)
         before = row.get(task.uid)
         row[task.uid] = task
@@ -400,6 +406,8 @@ class NodeTable:
         self.pod_count[i] -= 1
         if self.devices is not None and task.pod.vgpu is not None:
             self.devices.remove(i, task)
+        if self.dra is not None and task.pod.claims:
+            self.dra.remove(i, task)
         self.anti_affinity_pods -= _holds_anti_affinity(self._row(i).pop(task.uid, None))
         self._refresh(i)
 

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tidesched.model.dra.objects import NAMESPACED as DRA_NAMESPACED
+from tidesched.model.dra.objects import PARSERS as DRA_PARSERS
+from tidesched.model.dra.records import DraObjects
 from tidesched.model.hypernodes import HyperNode, parse_hypernode
 from tidesched.model.loader import Manifest
 from tidesched.model.network_topology import pod_network_topology
@@ -65,10 +68,11 @@ _PARSERS = {
     "PersistentVolume": parse_pv,
     "StorageClass": parse_storage_class,
     "CSINode": parse_csi_node,
+    **DRA_PARSERS,  # DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate
 }
 PARSERS = _PARSERS  # kind -> parse function (raises ObjectError naming the field)
 # Namespaced kinds: their identity (duplicates) is ``namespace/name``.
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"})
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"}) | DRA_NAMESPACED
 # The storage kinds and the ClusterSnapshot list each goes to.
 VOLUME_KINDS = {
     "PersistentVolumeClaim": "pvcs",
@@ -102,11 +106,6 @@ IGNORED_KINDS = frozenset(
         "Lease",
         "Event",
         "LimitRange",
-        # DRA: read once claims are allocated; until then a pod with claims stays pending
-        "ResourceClaim",
-        "ResourceClaimTemplate",
-        "DeviceClass",
-        "ResourceSlice",
     }
 )
 
@@ -123,6 +122,7 @@ class ClusterSnapshot:
     queues: list[Queue] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # policy/v1, for preemption
+    dra: DraObjects = field(default_factory=DraObjects)  # DRA classes, slices, claims, templates
     hypernodes: list[HyperNode] = field(default_factory=list)  # network topology (model.hypernode_tree)
     resource_quotas: list[ResourceQuota] = field(default_factory=list)  # for the resourcequota plugin
     numatopologies: list[Numatopology] = field(default_factory=list)  # for the numa-aware plugin
@@ -263,7 +263,9 @@ def build_snapshot(
             )
             _drop(snap, kind, ident[1])
         seen[ident] = source
-        if kind == "Pod":
+        if kind in DRA_PARSERS:
+            snap.dra.put(kind, ident[1], record)
+        elif kind == "Pod":
             assert isinstance(record, Pod)
             snap.pods.append(record)
         elif kind == "Node":
@@ -297,7 +299,9 @@ def build_snapshot(
 
 
 def _drop(snap: ClusterSnapshot, kind: str, key: str) -> None:
-    if kind == "Pod":
+    if kind in DRA_PARSERS:
+        snap.dra.put(kind, key, None)
+    elif kind == "Pod":
         snap.pods = [p for p in snap.pods if p.key != key]
     elif kind == "PodGroup":
         snap.podgroups = [p for p in snap.podgroups if p.key != key]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from tidesched.model.dra.ledger import ClaimLedger
 from tidesched.model.hypernode_tree import HyperNodeTree, build_tree
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
 from tidesched.model.node_table import NodeTable, occupies_node
@@ -148,6 +149,7 @@ def build_state(snapshot: ClusterSnapshot, scheduler_names: Iterable[str]) -> Se
         i = table.index.get(task.node_name)
         if i is not None:
             table.add_task(i, task)
+    table.dra = ClaimLedger.open(snapshot.dra, table)
     tree = build_tree(snapshot.hypernodes, ((n.name, n.meta.labels) for n in snapshot.nodes), table.names)
     events.extend(tree.problems)
     return SessionState(snapshot, events, values, default, queues, jobs, tasks, table, tree)

@@ -72,6 +72,10 @@ Pod, naming the queue (and, in a tree, the ancestor whose limit blocks), the res
 amount requested, the total it would reach and the limit, in natural units (DEC-11). They are
 written at session close, once per object, and only for objects still pending then.
 
+DRA queue quota (``capacity.DynamicResourceAllocationEnable``, Queue keys ``deviceclass/<class>``
+and ``<name>.deviceclass/<class>``): ``capacity_dra.py``, asked from Allocatable, JobEnqueueable,
+JobEnqueued and the event handler.
+
 Why one module of about 700 lines: it is one plugin, its hooks in the order Volcano's
 ``capacity.go`` registers them; the queue tree and the resource arithmetic they share are in
 ``capacity_tree.py`` already.
@@ -88,6 +92,7 @@ from tidesched.framework.plugin import GANG_RECLAIM, PERMIT, REJECT, EventHandle
 from tidesched.model.quantity import format_amount
 from tidesched.model.resource import MIN_RESOURCE, Resource, exceeded_part, max_resource
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, QueueState, TaskStatus
+from tidesched.plugins.capacity_dra import DraQuota
 from tidesched.plugins.capacity_reservations import GateReservations
 from tidesched.plugins.capacity_tree import (
     ROOT,
@@ -168,6 +173,8 @@ class CapacityPlugin(Plugin):
             self.attrs = self._build_flat(ssn)
         for attr in self.attrs.values():
             attr.update_share()
+        # Volcano v1.15's DRA queue quota (capacity_dra.py), None unless its argument is on.
+        self.dra_quota = DraQuota.open(ssn, self.arguments)
         self._register(ssn)
 
     # ------------------------------------------------------------------ configuration
@@ -423,6 +430,9 @@ class CapacityPlugin(Plugin):
                 self._pod_reasons[task.uid] = (task, bad[0], bad[1])
                 return False
             assert attr is not None
+            if self.dra_quota is not None and (why := self.dra_quota.allocatable(queue.name, task)):
+                self._pod_reasons[task.uid] = (task, REASON_QUOTA, why)
+                return False
             req = task.resreq
             leaf_used = self._with_held(attr, attr.allocated, task)
             for level in attr.chain if hierarchy else (attr,):
@@ -451,6 +461,9 @@ class CapacityPlugin(Plugin):
                 self._job_reasons[job.uid] = (job, bad[0], bad[1])
                 return REJECT
             assert attr is not None
+            if self.dra_quota is not None and (why := self.dra_quota.enqueueable(job)):
+                self._job_reasons[job.uid] = (job, REASON_QUOTA, why)
+                return REJECT
             if job.min_resources is None:
                 return PERMIT
             min_req = job.min_resources
@@ -466,6 +479,8 @@ class CapacityPlugin(Plugin):
         ssn.add_fn("job_enqueueable", self.name, enqueueable)
 
         def enqueued(job: JobInfo) -> None:
+            if self.dra_quota is not None:
+                self.dra_quota.enqueued(job)
             attr = attrs.get(job.queue)
             if attr is None or job.min_resources is None:
                 return
@@ -567,6 +582,8 @@ class CapacityPlugin(Plugin):
             job = ssn.jobs.get(task.job)
             if job is None:
                 return
+            if self.dra_quota is not None:
+                self.dra_quota.shift(job.queue, task, sign)
             attr = attrs.get(job.queue)
             if attr is None:
                 return

@@ -61,7 +61,9 @@ if TYPE_CHECKING:
     from tidesched.model.infos import TaskInfo
     from tidesched.model.node_table import NodeTable
 
-# Volcano's switch for kube-scheduler's DRA plugin inside predicates (docs/dra.md)
+# Volcano's switch for kube-scheduler's DRA plugin inside predicates: read and accepted;
+# tidesched allocates ResourceClaims with or without it, never binding a pod without its
+# claims (framework/hooks.py, docs/dra.md).
 DRA_ENABLE = "predicate.DynamicResourceAllocationEnable"
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -154,6 +156,7 @@ class PredicatesPlugin(Plugin):
         self.taints_on = arguments.get_bool("predicate.TaintTolerationEnable", True)
         self.pod_affinity_on = arguments.get_bool("predicate.PodAffinityEnable", True)
         self.spread_on = arguments.get_bool("predicate.PodTopologySpreadEnable", True)
+        arguments.get_bool(DRA_ENABLE, False)  # accepted: claims are allocated either way
         self.volume_limits_on = arguments.get_bool("predicate.NodeVolumeLimitsEnable", True)
         self.volume_zone_on = arguments.get_bool("predicate.VolumeZoneEnable", True)
         self.volume_binding_on = arguments.get_bool("predicate.VolumeBindingEnable", True)
@@ -161,13 +164,6 @@ class PredicatesPlugin(Plugin):
         # (weight, shape) only counts with the StorageCapacityScoring feature gate, off here.
         self.bind_timeout = float(arguments.get_int("volumebinding.bindTimeoutSeconds", 600))
         arguments.get_int("volumebinding.weight", 1)
-
-    @classmethod
-    def unhonoured(cls, arguments: "Arguments") -> list[str]:
-        if arguments.get_bool(DRA_ENABLE, False):
-            return [f"{DRA_ENABLE}: tidesched does not allocate ResourceClaims yet; a pod with claims "
-                    "stays pending with a reason instead of being bound without them (docs/dra.md)"]
-        return []
 
     def on_session_open(self, ssn: "Session") -> None:
         table = ssn.table

@@ -8,7 +8,8 @@ a small scenario file that reproduces it.
   under the capacity-card plugin with tidal reclaim, inference Deployments scaled up by day and
   down by night, training gangs (Volcano Jobs) submitted through the day — and faults, written
   as ordinary scenario events (:data:`FAULT_KINDS`); on most seeds also vGPU nodes, GPU-share
-  workloads and device faults (:mod:`tidesched.sim.chaos_vgpu`).
+  workloads and device faults (:mod:`tidesched.sim.chaos_vgpu`); DRA GPUs as ResourceSlices,
+  gangs claiming them from templates, node and slice faults (:mod:`tidesched.sim.chaos_dra`).
 * :func:`run_document` runs a document through the normal loader and simulator, so a written
   file (:func:`dump_document`) replays exactly the same run with ``tidesched simulate FILE``.
 * :func:`shrink` cuts a failing document down while *the same invariant* still fails: first
@@ -33,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from tidesched.sim.chaos_dra import add_dra
 from tidesched.sim.chaos_vgpu import add_vgpu
 from tidesched.sim.invariants import RULE_RESTART
 from tidesched.sim.runner import SimulationRun, run
@@ -63,6 +65,7 @@ FAULT_KINDS = {
     "config-reload": "setConfig (another scheduler config: actions, plugin arguments)",
     "device-unhealthy": "submit Node: a vGPU node re-registers one device unhealthy (running pods stay on it)",
     "device-healthy": "submit Node: the device registered healthy again",
+    "slice-republished": "submit ResourceSlice: a DRA driver republishes a node's GPUs under a new pool generation",
 }
 # Workload events (not faults, but counted beside them).
 WORKLOAD_KINDS = ("scale-up", "scale-down", "job-submitted")
@@ -474,6 +477,7 @@ class _Builder:
         self.training()
         self.faults()
         add_vgpu(self)  # sim.chaos_vgpu: on most seeds, from its own random stream
+        add_dra(self)  # sim.chaos_dra: on about half the seeds, from its own random stream
         self.events.sort(key=lambda e: (e[0], e[1]))
         doc = {
             "name": f"chaos-{self.seed}",

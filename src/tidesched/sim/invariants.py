@@ -25,6 +25,9 @@ below current use are the operator's doing, so only binds and evictions of the s
   ``minMember`` pods bound or succeeded right after them: no gang is started partly.
 * ``REL-2 device`` (deviceshare with vGPU configured): no GPU device over-committed by the
   step's binds, and every vGPU pod bound with its devices (see ``sim.device_invariants``).
+* ``REL-2 claims`` (whenever the world holds ResourceClaims): no device in two claims, and
+  every pod bound with claims bound with them allocated and reserved for it
+  (``sim.dra_invariants``).
 * ``REL-2 bind``: every bind names a node that exists and is Ready, and (predicates
   configured) is not cordoned unless the pod tolerates ``node.kubernetes.io/unschedulable``.
 * ``SIM pod-node`` (every step, after the events too): no pod names a node that does not exist.
@@ -51,6 +54,7 @@ from tidesched.model.quantity import format_rough
 from tidesched.model.resource import Resource
 import tidesched.sim.metrics as metrics
 from tidesched.sim.device_invariants import RULE_DEVICE, check_devices, deviceshare_vgpu
+from tidesched.sim.dra_invariants import RULE_CLAIMS, check_claims
 from tidesched.sim.metrics import Accounting, capacity_card_args, service_type
 from tidesched.sim.world import (
     FINISHED_POD_PHASES,
@@ -147,6 +151,8 @@ class InvariantChecker:
                 found += self._gang_binds(t, applied)
             if self.check_devices:
                 found += [Violation(t, RULE_DEVICE, m) for m in check_devices(self.world, applied)]
+            if self.world.cache.dra.claims:
+                found += [Violation(t, RULE_CLAIMS, m) for m in check_claims(self.world, applied.bound)]
         if decisions.pipelined:
             found += self._pipelined(t, decisions)
         if applied.evicted:

@@ -434,7 +434,8 @@ class Engine:
         exactly what the running one (on its incremental cache) decided."""
         world = self.world
         objects = [obj for kind in ("Node", "Queue", "PriorityClass", "PodGroup", "Pod", "PodDisruptionBudget",
-                                    "ResourceQuota", "Numatopology", *VOLUME_KINDS)
+                                    "ResourceQuota", "Numatopology", *VOLUME_KINDS, "DeviceClass",
+                                    "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
                    for _key, obj in world.items(kind)]
         try:
             snapshot = build_snapshot(objects, scheduler_names=self.sc.scheduler_names,
@@ -447,8 +448,9 @@ class Engine:
             self.invariants.record(t, RULE_RESTART, f"a restarted scheduler crashed: {exc!r}")
             return
         ours, theirs = d.to_json(), fresh.to_json()
-        # bind_annotations: the vGPU devices each bind is given (absent when no bind carries any).
-        for part in ("bound", "evicted", "pipelined", "podgroups", "bind_annotations", "ungated"):
+        # bind_annotations: the vGPU devices each bind is given (absent when no bind carries any);
+        # claims: the DRA devices each bind writes to its claims.
+        for part in ("bound", "evicted", "pipelined", "podgroups", "bind_annotations", "ungated", "claims"):
             if ours.get(part, {}) != theirs.get(part, {}):
                 mine, other = ours.get(part, {}), theirs.get(part, {})
                 self.invariants.record(

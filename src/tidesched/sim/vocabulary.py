@@ -30,10 +30,16 @@ WORLD_KINDS = (
     "PersistentVolume",
     "StorageClass",
     "CSINode",
+    # DRA (resource.k8s.io/v1): the simulated resourceclaim controller makes and frees claims
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
 )
 # The world's namespaced kinds (the others are cluster-scoped).
 NAMESPACED_KINDS = frozenset(
-    {"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim"}
+    {"Pod", "PodGroup", "Job", "Deployment", "ReplicaSet", "PodDisruptionBudget", "ResourceQuota", "PersistentVolumeClaim",
+     "ResourceClaim", "ResourceClaimTemplate"}
 )
 
 

@@ -43,6 +43,7 @@ from tidesched.model.objects import DEFAULT_NAMESPACE, GROUP_NAME_ANNOTATION
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot
 from tidesched.model.state import SessionState
 from tidesched.model.volumes import SELECTED_NODE, VolumePlan
+from tidesched.sim.claim_writes import write_claims
 from tidesched.sim.clock import Clock
 from tidesched.sim.vocabulary import (
     DURATION_ANNOTATION,
@@ -581,6 +582,10 @@ class World:
             else:
                 out.stale.append(key)
         for key, node in sorted(d.bound.items()):
+            writes = d.claim_writes.get(key)
+            if writes is not None and not write_claims(self, key, writes, iso(now)):
+                out.stale.append(key)
+                continue
             plan = d.volume_bindings.get(key)
             if plan is not None:
                 self.write_volume_plan(plan)

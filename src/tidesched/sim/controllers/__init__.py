@@ -24,6 +24,9 @@ scheduling sessions. No scheduling logic lives here — only object lifecycles.
   ``scheduling.volcano.sh/group-min-member`` (default 1), the pod's queue, priority class,
   ``volcano.sh/preemptable`` and friends, ``minResources`` = pod requests × minMember; the pod
   then gets the ``scheduling.k8s.io/group-name`` annotation.
+* **ResourceClaims** (kube-controller-manager's resourceclaim controller, ``resourceclaim``): a
+  claim per pod and ResourceClaimTemplate; pods that are done leave their claims'
+  ``reservedFor``, unreserved claims are deallocated, claims made for such pods deleted.
 * **Completion and clean-up**: pods end after their run time (see :mod:`tidesched.sim.world`);
   finished Jobs, finished bare pods and their PodGroups are removed after ``finishedTTL``.
 * **Volumes** (kube-controller-manager's PV binder and ephemeral-volume controller, and a
@@ -44,6 +47,7 @@ from typing import Any
 from tidesched.sim.controllers.common import Emit, Timer
 from tidesched.sim.controllers.deployment import DeploymentController, ReplicaSetController
 from tidesched.sim.controllers.podgroup import PodGroupController
+from tidesched.sim.controllers.resourceclaim import ResourceClaimController
 from tidesched.sim.controllers.vcjob import VolcanoJobController
 from tidesched.sim.controllers.volumes import VolumeController
 from tidesched.sim.world import FINISHED_POD_PHASES, World, controller_owner, pod_phase, split_key
@@ -61,6 +65,7 @@ class Controllers:
         self.deployments = DeploymentController(world, emit)
         self.replicasets = ReplicaSetController(world, emit)
         self.podgroups = PodGroupController(world, emit, finished_ttl)
+        self.claims = ResourceClaimController(world, emit)
         self.volumes = VolumeController(world, emit)
         self._removed_owners: list[tuple[str, str]] = []
         world.listeners.append(self.on_change)
@@ -73,6 +78,7 @@ class Controllers:
         if kind == "Pod":
             pod = new if new is not None else old
             assert pod is not None
+            self.claims.on_pod(key, old, new)
             owner = controller_owner(pod)
             if owner is None:
                 if new is None or self.podgroups.wants(new) or pod_phase(new) in FINISHED_POD_PHASES:
@@ -107,6 +113,7 @@ class Controllers:
             or self.deployments.dirty
             or self.replicasets.dirty
             or self.podgroups.dirty
+            or self.claims.dirty
             or self.volumes.dirty
             or self._removed_owners
         )
@@ -116,7 +123,7 @@ class Controllers:
         for _ in range(self.MAX_ROUNDS):
             if not self.pending():
                 return
-            for ctl in (self.deployments, self.replicasets, self.podgroups, self.jobs):
+            for ctl in (self.deployments, self.replicasets, self.podgroups, self.jobs, self.claims):
                 keys = sorted(ctl.dirty)
                 ctl.dirty.clear()
                 for key in keys:
