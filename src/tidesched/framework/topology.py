@@ -227,54 +227,88 @@ class SessionTopology:
         return best
 
     def note_waiting(self, job: "JobInfo", tasks: list["TaskInfo"]) -> None:
-        """Why no HyperNode the gang may use took it, for ``explain``."""
+        """Why no HyperNode the gang may use took it, for ``explain``: the pods it needs to
+        start (or to go on), against the HyperNode with the most room for them."""
         tier = self.hard_tier(job)
-        if tier is not None:
-            self.waiting[job.uid] = self._why(tier, tasks, "the gang's", self.top)
+        if tier is None:
+            return
+        short = job.min_available - job.ready_task_num() - job.waiting_task_num() - job.pending_best_effort_num()
+        k = short if 0 < short < len(tasks) else len(tasks)
+        whose = f"the {k} pods the gang needs to start" if k < len(tasks) else f"the gang's {len(tasks)} pending pods"
+        self.waiting[job.uid] = self._why(tier, tasks, whose, self.top, k)[1]
 
-    def sub_waiting(self, job: "JobInfo", sub: SubJobInfo) -> str:
-        """Why a sub-group's pending pods find no HyperNode it may use ("" when it has no hard
-        constraint or no pending pods): within the HyperNode its gang may use."""
+    def sub_waiting(self, job: "JobInfo", sub: SubJobInfo) -> tuple[bool, str]:
+        """Why a sub-group's pending pods are not placed: whether some HyperNode it may use,
+        within the one its gang may use, has the room for them, and the words ("" when it has
+        no hard constraint or no pending pods)."""
         tier = self.sub_tier(job, sub)
         pending = [t for t in sub.pending() if not t.best_effort]
         if tier is None or not pending:
-            return ""
+            return False, ""
         root = self.top
         held, job_tier = self.domain.get(job.uid, ""), self.hard_tier(job)
         if held and job_tier is not None:
             allowed = [a for a in self.tree.ancestors(held) if self.tier_of(a) <= job_tier]
             root = allowed[-1] if allowed else held
-        return self._why(tier, pending, f"sub-group {sub.name}'s", root)
+        return self._why(tier, pending, f"sub-group {sub.name}'s {len(pending)} pending pods", root, len(pending))
 
-    def _why(self, tier: int, tasks: list["TaskInfo"], whose: str, root: str) -> str:
-        """The most free of the pods' main resource (their first extended resource, a GPU,
-        else cpu) in any HyperNode of tier ≤ ``tier`` under ``root``."""
+    def _main_need(self, tasks: list["TaskInfo"], k: int) -> tuple[int, str, float]:
+        """The pods' main resource (their first extended resource, a GPU, else cpu): its
+        column, name, and what the ``k`` smallest of them ask of it."""
         table = self.table
-        need = np.zeros(len(table.dims))
-        for t in tasks:
-            if t.init_vec is not None:
-                need += t.init_vec
-        cols = [j for j in range(2, table.pods_col) if need[j] > 0] or [0]
+        vecs = [t.init_vec for t in tasks if t.init_vec is not None]
+        total = np.sum(vecs, axis=0) if vecs else np.zeros(len(table.dims))
+        cols = [j for j in range(2, table.pods_col) if total[j] > 0] or [0]
         col = cols[0]
-        dim = table.dims[col]
+        need = float(np.sort([v[col] for v in vecs])[:k].sum()) if vecs else 0.0
+        return col, table.dims[col], need
+
+    def room_for(self, job: "JobInfo", sub: SubJobInfo) -> tuple[int, list[tuple[str, int]], str]:
+        """How many sub-groups like ``sub`` (its pending pods) the HyperNodes of its tier, within
+        the one its gang may use, could take at once by free main resource: the total, per
+        HyperNode, and what one asks ("" when it has no hard constraint)."""
+        tier = self.sub_tier(job, sub)
+        pending = [t for t in sub.pending() if not t.best_effort] or list(sub.tasks.values())
+        if tier is None or not pending:
+            return 0, [], ""
+        tier = max((t for t in self.tree.tiers if t <= tier), default=tier)
+        col, dim, need = self._main_need(pending, len(pending))
+        held, job_tier = self.domain.get(job.uid, ""), self.hard_tier(job)
+        under = None
+        if held and job_tier is not None:
+            allowed = [a for a in self.tree.ancestors(held) if self.tier_of(a) <= job_tier]
+            under = self.tree.infos[allowed[-1] if allowed else held].nodes
+        parts = []
+        for name in self.names:
+            if self.tier_of(name) != tier or (under is not None and not self.tree.infos[name].nodes <= under):
+                continue
+            rows = self.rows[self.index[name]]
+            free = float(self.table.idle[rows, col].sum()) if len(rows) else 0.0
+            parts.append((name, int((free + 0.1) // need) if need > 0 else len(pending)))
+        return sum(n for _h, n in parts), parts, f"{_amount(dim, need)} free {dim}"
+
+    def _why(self, tier: int, tasks: list["TaskInfo"], whose: str, root: str, k: int) -> tuple[bool, str]:
+        """Whether some HyperNode of tier ≤ ``tier`` under ``root`` has room for the ``k``
+        smallest of the pods in their main resource, and the words: the one with the most of it
+        free."""
+        table = self.table
+        col, dim, need = self._main_need(tasks, k)
         under = self.tree.infos[root].nodes if root != self.top else None
         allowed = [n for n in self.names if self.tier_of(n) <= tier
                    and (under is None or (n == root or self.tree.infos[n].nodes <= under))]
         where = f"tier-{tier}" if tier == self.tree.tiers[0] else f"tier ≤ {tier}"
         if tier >= self.top_tier:
             where = "any"
+        within = f" within {root}" if under is not None else ""
         if not allowed:
-            return f"no HyperNode of tier ≤ {tier} exists" + (f" within {root}" if under is not None else "")
+            return False, f"no HyperNode of tier ≤ {tier} exists{within}"
         free = {n: float(table.idle[self.rows[self.index[n]], col].sum()) if len(self.rows[self.index[n]]) else 0.0 for n in allowed}
         best = max(sorted(free), key=lambda n: free[n])
-        want = _amount(dim, float(need[col]))
-        have = _amount(dim, free[best])
-        pods = len(tasks)
-        within = f" within {root}" if under is not None else ""
-        if free[best] + 0.1 > need[col]:
-            return (f"no {where} HyperNode{within} takes {whose} {pods} pending pods, though {best} has {have} free "
-                    f"{dim} of the {want} they ask for: see the pods' reasons")
-        return f"no {where} HyperNode{within} has {want} free {dim} for {whose} {pods} pending pods; best: {best} with {have}"
+        want, have = _amount(dim, need), _amount(dim, free[best])
+        if free[best] + 0.1 > need:
+            return True, (f"no {where} HyperNode{within} takes {whose}, though {best} has {have} free {dim} "
+                          f"of the {want} they ask for: see the pods' reasons")
+        return False, f"no {where} HyperNode{within} has {want} free {dim} for {whose}; best: {best} with {have}"
 
     # -- HyperNodes over the node table --------------------------------------------------
 
