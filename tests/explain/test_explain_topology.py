@@ -113,6 +113,12 @@ def test_a_sub_group_left_over_when_the_gang_runs_says_why_it_waits() -> None:
     text = "\n".join(explain_group(session(objs), Target("podgroup", "ns", "train")))
     assert "  part: 3 sub-groups of 2 pods, 2 ready, minSubGroups 2;" in text, text
     assert "    part-0: 2 of 2 placed, held in leaf-0; ready." in text
+    from tidesched.explain.topology import topology_view
+    ssn = session(objs)
+    explain_group(ssn, Target("podgroup", "ns", "train"))
+    [gang] = topology_view(ssn)["gangs"]
+    assert gang["domain"] == "spine-0" and gang["sub_groups"] == [
+        {"name": "part-0", "domain": "leaf-0"}, {"name": "part-1", "domain": "leaf-1"}, {"name": "part-2", "domain": ""}]
     assert "    part-1: 2 of 2 placed, held in leaf-1; ready." in text
     assert ("    part-2: 0 of 2 placed; waiting: no tier-1 HyperNode within spine-0 has 8 free nvidia.com/gpu for "
             "sub-group part-2's 2 pending pods; best: leaf-0 with 0.") in text, text

@@ -119,7 +119,8 @@ def topology_view(ssn: "Session", max_hypernodes: int = 500) -> dict[str, Any]:
     """The HyperNode tree and where each gang with a constraint sits, as plain data (the web
     view's ``topology`` and the simulator's report): HyperNodes depth-first from the top, each
     with its tier, depth, node count, free and total of the main resource (the first extended
-    resource the nodes have, a GPU, else cpu cores), and the gangs held in it; then each gang."""
+    resource the nodes have, a GPU, else cpu cores), and the gangs held in it; then each gang
+    with a network topology (its own or its sub-groups'), and where each of its sub-groups is held."""
     topo, table = ssn.topology, ssn.table
     if not topo.tree.has_hypernodes:
         return {"ready": topo.ready, "hypernodes": [], "gangs": [], "resource": ""}
@@ -127,15 +128,18 @@ def topology_view(ssn: "Session", max_hypernodes: int = 500) -> dict[str, Any]:
     resource = table.dims[col] if col else "cpu"
     held: dict[str, list[str]] = {}
     gangs = []
-    for uid in sorted(topo.mode):
+    for uid in sorted(topo.constrained):
         job = ssn.jobs[uid]
         domain = topo.domain.get(uid, "")
         if domain:
             held.setdefault(domain, []).append(uid)
         nt = job.pod_group.topology.network_topology if job.pod_group.topology else None
+        subs = sorted(job.sub_jobs.by_uid.values(), key=lambda s: (s.match_index, s.uid)) if job.sub_jobs else []
         gangs.append({
             "gang": uid, "constraint": nt.describe() if nt else "", "domain": domain,
             "tier": topo.tier_of(domain) if domain else None, "waiting": topo.waiting.get(uid, ""),
+            # each sub-group and where it is held ("" while it waits)
+            "sub_groups": [{"name": s.name, "domain": topo.sub_domain.get(s.uid, "")} for s in subs[:50]],
         })
     rows: list[dict[str, Any]] = []
     stack = [(topo.top, 0)]
