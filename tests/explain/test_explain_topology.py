@@ -62,12 +62,10 @@ def test_the_view_lists_the_tree_and_where_each_gang_sits() -> None:
     assert row["gangs"] == ["ns/train"] and row["free"] == 0 and row["total"] == 8
 
 
-def test_explain_says_which_sub_group_waits_and_why() -> None:
-    # Two leaves of two 4-GPU nodes; a busy pod leaves leaf-1 with 5 GPUs. The gang asks three
-    # partitions of two 4-GPU pods, each held to a leaf, two of them needed: partition 0 takes
-    # leaf-0, partition 1 waits (no leaf has 8 GPUs free), partition 2 too: 1 of 2 ready.
-    objs = fat_tree(1, 2, 2, gpus=4)
-    objs += [podgroup("busy", 1), gpu_pod("b0", "busy", "n1-0", "Running", 3)]
+def partitioned(extra: list[dict]) -> list[dict]:
+    """Two leaves of two 4-GPU nodes (and ``extra``); a gang of three partitions of two 4-GPU
+    pods, each held to a leaf, two of them needed, the gang held to the spine."""
+    objs = fat_tree(1, 2, 2, gpus=4) + extra
     policy = {"name": "part", "subGroupSize": 2, "minSubGroups": 2, "matchLabelKeys": ["volcano.sh/partition-id"],
               "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
     objs.append(podgroup("train", 4, networkTopology={"mode": "hard", "highestTierAllowed": 2}, subGroupPolicy=[policy]))
@@ -75,6 +73,14 @@ def test_explain_says_which_sub_group_waits_and_why() -> None:
         p = gpu_pod(f"t{i}", "train", gpus=4)
         p["metadata"]["labels"] = {"volcano.sh/partition-id": str(i // 2)}
         objs.append(p)
+    return objs
+
+
+def test_explain_says_which_sub_group_waits_and_why() -> None:
+    # Two leaves of two 4-GPU nodes; a busy pod leaves leaf-1 with 5 GPUs. The gang asks three
+    # partitions of two 4-GPU pods, each held to a leaf, two of them needed: partition 0 takes
+    # leaf-0, partition 1 waits (no leaf has 8 GPUs free), partition 2 too: 1 of 2 ready.
+    objs = partitioned([podgroup("busy", 1), gpu_pod("b0", "busy", "n1-0", "Running", 3)])
     text = "\n".join(explain_group(session(objs), Target("podgroup", "ns", "train")))
     assert "Sub-groups (subGroupPolicy): each a gang of its own within its own HyperNode." in text, text
     assert ("  part: 3 sub-groups of 2 pods, 0 ready, minSubGroups 2; network topology hard, tier 1, "
@@ -102,14 +108,7 @@ def test_explain_counts_sub_groups_a_gang_lacks() -> None:
 def test_a_sub_group_left_over_when_the_gang_runs_says_why_it_waits() -> None:
     # Room for two partitions (one per leaf), three asked, two needed: the gang runs; the third
     # partition waits for a leaf within the gang's spine.
-    objs = fat_tree(1, 2, 2, gpus=4)
-    policy = {"name": "part", "subGroupSize": 2, "minSubGroups": 2, "matchLabelKeys": ["volcano.sh/partition-id"],
-              "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
-    objs.append(podgroup("train", 4, networkTopology={"mode": "hard", "highestTierAllowed": 2}, subGroupPolicy=[policy]))
-    for i in range(6):
-        p = gpu_pod(f"t{i}", "train", gpus=4)
-        p["metadata"]["labels"] = {"volcano.sh/partition-id": str(i // 2)}
-        objs.append(p)
+    objs = partitioned([])
     text = "\n".join(explain_group(session(objs), Target("podgroup", "ns", "train")))
     assert "  part: 3 sub-groups of 2 pods, 2 ready, minSubGroups 2;" in text, text
     assert "    part-0: 2 of 2 placed, held in leaf-0; ready." in text

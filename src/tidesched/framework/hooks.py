@@ -282,13 +282,15 @@ class SessionHooks:
 
         return sorted(jobs, key=functools.cmp_to_key(cmp))
 
-    def queue_order_less(self, l: QueueInfo, r: QueueInfo) -> bool:
-        c = self._compare("queue_order", l, r)
+    def _less(self, hook: str, l: Any, r: Any, fallback: Callable[[Any], tuple[Any, ...]]) -> bool:
+        """The ``hook`` plugins' first non-zero answer, else the ``fallback`` keys' order."""
+        c = self._compare(hook, l, r)
         if c:
             return c < 0
-        if l.creation != r.creation:
-            return l.creation < r.creation
-        return l.uid < r.uid
+        return fallback(l) < fallback(r)
+
+    def queue_order_less(self, l: QueueInfo, r: QueueInfo) -> bool:
+        return self._less("queue_order", l, r, lambda q: (q.creation, q.uid))
 
     def victim_queue_order_less(self, l: QueueInfo, r: QueueInfo, preemptor_queue: QueueInfo) -> bool:
         for tier in self._chain("victim_queue_order"):
@@ -315,12 +317,16 @@ class SessionHooks:
             return 0
         return -1 if self.task_order_less(l, r) else (1 if self.task_order_less(r, l) else 0)
 
-    def job_ready(self, job: JobInfo) -> bool:
-        for tier in self._chain("job_ready"):
+    def _all(self, hook: str, obj: Any) -> bool:
+        """Every enabled fn of ``hook`` says yes (none: yes)."""
+        for tier in self._chain(hook):
             for _name, fn in tier:
-                if not fn(job):
+                if not fn(obj):
                     return False
         return True
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return self._all("job_ready", job)
 
     def _votes(self, hook: str, obj: Any) -> bool:
         for tier in self._chain(hook):
@@ -345,11 +351,7 @@ class SessionHooks:
         job is ready; else every enabled fn agrees (none: it is)."""
         if job.sub_jobs is None:
             return self.job_ready(job)
-        for tier in self._chain("sub_job_ready"):
-            for _name, fn in tier:
-                if not fn(sub):
-                    return False
-        return True
+        return self._all("sub_job_ready", sub)
 
     def sub_job_pipelined(self, job: JobInfo, sub: SubJobInfo) -> bool:
         if job.sub_jobs is None:
@@ -359,12 +361,7 @@ class SessionHooks:
     def sub_job_order_less(self, l: SubJobInfo, r: SubJobInfo) -> bool:
         """The SubJobOrder plugins' first non-zero answer, else the lower match index, else
         the id."""
-        c = self._compare("sub_job_order", l, r)
-        if c:
-            return c < 0
-        if l.match_index != r.match_index:
-            return l.match_index < r.match_index
-        return l.uid < r.uid
+        return self._less("sub_job_order", l, r, lambda s: (s.match_index, s.uid))
 
     def job_enqueueable(self, job: JobInfo) -> bool:
         return self._votes("job_enqueueable", job)

@@ -174,13 +174,7 @@ class GangPlugin(Plugin):
         # gangpreempt/gangreclaim keep gangs whole by their bundles: gang allows every candidate.
         ssn.add_fn("unified_evictable", self.name, lambda _ctx, candidates: (candidates, PERMIT))
 
-        def job_order(l: "JobInfo", r: "JobInfo") -> int:
-            lr, rr = l.is_ready(), r.is_ready()
-            if lr == rr:
-                return 0
-            return 1 if lr else -1
-
-        ssn.add_fn("job_order", self.name, job_order)
+        ssn.add_fn("job_order", self.name, _ready_last)
         ssn.add_order_key(self.name, lambda job: job.is_ready())  # not ready (False) first
         ssn.add_fn("job_ready", self.name, lambda job: job.check_task_ready() and (
             job.sub_jobs is None or job.sub_jobs.check_ready()) and job.is_ready())
@@ -195,13 +189,7 @@ class GangPlugin(Plugin):
         ssn.add_fn("sub_job_ready", self.name, lambda sub: sub.is_ready())
         ssn.add_fn("sub_job_pipelined", self.name, lambda sub: PERMIT if sub.is_pipelined() else REJECT)
 
-        def sub_job_order(l: "SubJobInfo", r: "SubJobInfo") -> int:
-            lr, rr = l.is_ready(), r.is_ready()
-            if lr == rr:
-                return 0
-            return 1 if lr else -1
-
-        ssn.add_fn("sub_job_order", self.name, sub_job_order)
+        ssn.add_fn("sub_job_order", self.name, _ready_last)
         ssn.add_fn(
             "job_starving", self.name, lambda job: job.waiting_task_num() + job.ready_task_num() < job.min_available
         )
@@ -237,6 +225,14 @@ class GangPlugin(Plugin):
             if t.status == TaskStatus.PENDING:
                 job.fit_errors[t.uid] = msg
                 ssn.pod_condition_reasons[t.key] = GANG_TIMEOUT
+
+
+def _ready_last(l: "JobInfo | SubJobInfo", r: "JobInfo | SubJobInfo") -> int:
+    """JobOrder and SubJobOrder: what is not ready yet goes first."""
+    lr, rr = l.is_ready(), r.is_ready()
+    if lr == rr:
+        return 0
+    return 1 if lr else -1
 
 
 def _releasing_on_node(job: "JobInfo") -> int:
