@@ -1,7 +1,7 @@
 """Victim bundles of gangpreempt and gangreclaim, ported from Volcano's
-pkg/scheduler/actions/utils/bundle_test.go (the cases without sub-jobs: tidesched has none; its
-jobs are one group, as Volcano's default sub-job makes them). Requests are vectors over
-(cpu, memory); one pod requests 1000 milli-cpu."""
+pkg/scheduler/actions/utils/bundle_test.go (its cases with sub-jobs — sub-groups of a
+``subGroupPolicy`` — at the end; a job without sub-groups is one group, as Volcano's default
+sub-job makes it). Requests are vectors over (cpu, memory); one pod requests 1000 milli-cpu."""
 
 from __future__ import annotations
 
@@ -121,3 +121,64 @@ def test_sort_for_reclaim_deterministic_tie_breaker() -> None:
     a = _bundle(WHOLE, SimpleNamespace(uid="ja", queue="q"), "a", 1000, 2000)
     b = _bundle(WHOLE, SimpleNamespace(uid="jb", queue="q"), "b", 1000, 2000)
     assert [x.tasks[0].uid for x in sort_for_reclaim([b, a], np.array([1000.0, 0.0]), None)] == ["a", "b"]
+
+
+# -- sub-groups ----------------------------------------------------------------------------------
+
+PART = "volcano.sh/partition-id"
+
+
+def _sub_job(min_member: int, groups: dict[str, tuple[int, int]], pods: list[tuple[str, str, str, int]],
+             role_min: dict[str, int] | None = None):
+    """A session with one job whose policies are ``groups`` (name -> (subGroupSize,
+    minSubGroups), pods joining by the label ``<name>`` = sub-group) and Running ``pods``
+    (name, policy, sub-group, priority), each of role ``worker`` unless its policy is ``m-g``."""
+    spec: dict[str, Any] = {"minTaskMember": role_min} if role_min else {}
+    spec["subGroupPolicy"] = [{"name": g, "subGroupSize": size, "minSubGroups": m, "matchLabelKeys": [g]}
+                              for g, (size, m) in groups.items()]
+    objs: list[dict[str, Any]] = [queue("q"), node("n1", cpu="64"), podgroup("job", min_member, queue="q", phase="Running", **spec)]
+    for name, group, sub, prio in pods:
+        role = "master" if group == "m-g" else "worker"
+        objs.append(pod(name, "job", node="n1", phase="Running", priority=prio, labels={group: sub},
+                        annotations={"volcano.sh/task-spec": role}))
+    ssn = open_session(build_snapshot(objs), config_from_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'))
+    for t in ssn.tasks.values():
+        ssn.table.prepare_task(t)
+    job = ssn.jobs["ns/job"]
+    return job, {t.name: t for t in job.tasks.values()}
+
+
+def _kinds(bundles: list[Bundle]) -> list[tuple[int, list[str]]]:
+    return [(b.kind, sorted(t.name for t in b.tasks)) for b in bundles]
+
+
+def test_a_policy_without_a_sub_group_to_spare_caps_the_safe_pods() -> None:
+    # TestCreateJobBundles_SubJobGroupSlackCapsSafe: six pods run in three ready sub-groups of
+    # two, minSubGroups 2, minMember 4: the job could lose 2 pods, the policy only one sub-group.
+    pods = [(f"t{i}{x}", "g", f"sj{i}", 99 + 2 * i + (x == "b")) for i in (1, 2, 3) for x in "ab"]
+    job, t = _sub_job(4, {"g": (2, 2)}, pods)
+    bundles = job_bundles(job, [t["t1a"], t["t2a"], t["t3a"]], W)
+    assert _kinds(bundles) == [(SAFE, ["t1a"]), (WHOLE, ["t2a", "t3a"])]
+
+
+def test_role_and_sub_group_minimums_both_hold() -> None:
+    # TestCreateJobBundles_MixedLegacyAndSubJobBothEnforced: the master goes safe (its policy
+    # has a ready sub-group to spare); the worker is held by its role's minimum alone (its
+    # sub-group is broken already).
+    pods = [("m1", "m-g", "1", 0), ("m2", "m-g", "2", 10), ("w1a", "w-g", "1", 1), ("w2a", "w-g", "2", 11),
+            ("w2b", "w-g", "2", 12), ("w3a", "w-g", "3", 13), ("w3b", "w-g", "3", 14)]
+    job, t = _sub_job(5, {"m-g": (1, 1), "w-g": (2, 2)}, pods, role_min={"worker": 5})
+    assert _kinds(job_bundles(job, [t["m1"], t["w1a"]], W)) == [(SAFE, ["m1"]), (WHOLE, ["w1a"])]
+
+
+def test_a_broken_sub_group_may_lose_more_pods_but_ready_ones_not() -> None:
+    # TestCreateJobBundles_AlreadyBrokenSubJobIsSubjectToFurtherEviction.
+    pods = [("sj1a", "g", "1", 1), ("sj2a", "g", "2", 2), ("sj2b", "g", "2", 3), ("sj3a", "g", "3", 4), ("sj3b", "g", "3", 5)]
+    job, t = _sub_job(3, {"g": (2, 2)}, pods)
+    assert _kinds(job_bundles(job, [t["sj1a"], t["sj2a"], t["sj3a"]], W)) == [(SAFE, ["sj1a"]), (WHOLE, ["sj2a", "sj3a"])]
+
+
+def test_a_job_not_ready_puts_every_pod_in_the_safe_bundle() -> None:
+    # TestCreateJobBundles_JobNotReadyShortCircuitsAllSafe.
+    job, t = _sub_job(10, {"g": (3, 2)}, [("a", "g", "1", 0), ("b", "g", "1", 1)])
+    assert _kinds(job_bundles(job, [t["a"], t["b"]], W)) == [(SAFE, ["a", "b"])]

@@ -2,8 +2,9 @@
 HyperNode tree of Volcano's own ``hypernode`` e2e suite over eight nodes (8 CPU, 8 Gi, as its CI's
 kwok nodes), and ``tidesched run`` with Volcano v1.15.1's CI config: a gang held to a leaf waits
 while no leaf can take it (its FailedScheduling event, ``explain`` in topology terms), a gang that
-may span a spine binds within one, a soft gang binds, and a HyperNode cycle is a Warning on the
-HyperNode. The harness that runs Volcano's ``hypernode`` suite itself is separate work.
+may span a spine binds within one, a soft gang binds, a partitioned gang (sub-groups of a
+``subGroupPolicy``, as Volcano's Job controller writes a ``partitionPolicy``) binds each
+partition within a leaf of one spine, and a HyperNode cycle is a Warning on the HyperNode. The harness that runs Volcano's ``hypernode`` suite itself is separate work.
 
         s6 (tier 3)
        /          \\
@@ -73,14 +74,20 @@ def occupy(api, ns: str, node: str, cpu: str) -> None:  # type: ignore[no-untype
     api.post(f"/api/v1/namespaces/{ns}/pods", body)
 
 
-def gang(api, ns: str, name: str, pods: int, cpu: str, topology: dict | None) -> list[str]:  # type: ignore[no-untyped-def]
+def gang(api, ns: str, name: str, pods: int, cpu: str, topology: dict | None,  # type: ignore[no-untyped-def]
+         sub_groups: list[dict] | None = None, labels: list[dict] | None = None) -> list[str]:
     spec = {"minMember": pods, "queue": "default", **({"networkTopology": topology} if topology else {})}
+    if sub_groups:
+        spec["subGroupPolicy"] = sub_groups
     api.post(f"{VOLCANO}/namespaces/{ns}/podgroups", {
         "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": name, "namespace": ns},
         "spec": spec, "status": {"phase": "Pending"}})
     names = [f"{name}-{i}" for i in range(pods)]
-    for n in names:
-        api.post(f"/api/v1/namespaces/{ns}/pods", pod_body(ns, n, cpu=cpu, memory="1Gi", annotations={GROUP_NAME: name}))
+    for i, n in enumerate(names):
+        body = pod_body(ns, n, cpu=cpu, memory="1Gi", annotations={GROUP_NAME: name})
+        if labels:
+            body["metadata"].setdefault("labels", {}).update(labels[i])
+        api.post(f"/api/v1/namespaces/{ns}/pods", body)
     return names
 
 
@@ -127,6 +134,27 @@ def leaf_spine_soft(e2e, start, tidesched: bool) -> None:  # type: ignore[no-unt
     nodes = sorted(bound(api, ns)[n] for n in soft)
     leaves = {int(n.rsplit("-", 1)[1]) // 2 for n in nodes}
     assert len(leaves) == 1, nodes
+
+    # A partitioned gang, as Volcano's Job controller writes a task's partitionPolicy: four 3-CPU
+    # pods in two partitions of two, each held to a leaf, the gang to a spine, the partitions
+    # interleaved in the pods' order. Every node but the soft gang's two has 3 CPUs left: each
+    # partition takes both nodes of one leaf, both leaves under one spine (as one gang, the pods
+    # in order would split both partitions over two leaves).
+    # (Pods named <job>-<task>-<index> go in index order in both schedulers.)
+    part = gang(api, ns, "part-w", 4, "3", {"mode": "hard", "highestTierAllowed": 2},
+                sub_groups=[{"name": "worker", "subGroupSize": 2, "minSubGroups": 2,
+                             "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "worker"}},
+                             "matchLabelKeys": ["volcano.sh/partition-id"],
+                             "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}],
+                labels=[{"volcano.sh/task-spec": "worker", "volcano.sh/partition-id": str(i % 2)} for i in range(4)])
+    wait_until(lambda: set(part) <= set(bound(api, ns)), 30, "the partitioned gang to bind")
+    at = {n.rsplit("-", 1)[1]: int(bound(api, ns)[n].rsplit("-", 1)[1]) for n in part}
+    assert at["0"] // 2 == at["2"] // 2 != at["1"] // 2 == at["3"] // 2, at  # a leaf each
+    assert at["0"] // 4 == at["1"] // 4, at  # one spine
+    if tidesched:
+        res = cli("explain", f"{ns}/podgroup/part-w", "--kubeconfig", str(e2e.installed.kubeconfig), "--config", str(conf))
+        assert res.returncode == 0, res.stderr
+        assert "worker: 2 sub-groups of 2 pods, 2 ready, minSubGroups 2" in res.stdout, res.stdout
 
 
 def test_gangs_held_to_a_leaf_or_a_spine(e2e) -> None:

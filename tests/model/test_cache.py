@@ -75,6 +75,7 @@ def pod_obj(
         "uid": f"uid-{i}-{version}",
         "creationTimestamp": f"2025-01-01T00:00:{i:02d}Z",
         "annotations": {GROUP_NAME_ANNOTATION: f"g{group}"} if group is not None else {},
+        "labels": {"part": str(i % 2)},  # the sub-group of a PodGroup with a subGroupPolicy
     }
     if prio == "low":
         meta["annotations"]["volcano.sh/preemptable"] = "true"
@@ -91,7 +92,7 @@ def pod_obj(
     if selector is not None:
         spec["nodeSelector"] = {"zone": f"z{selector}"}
     if spread is not None:  # topology spread: counts that sessions keep as pods move
-        meta["labels"] = {"app": "web"}
+        meta["labels"]["app"] = "web"
         spec["topologySpreadConstraints"] = [{
             "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": spread,
             "labelSelector": {"matchLabels": {"app": "web"}},
@@ -145,10 +146,12 @@ def class_obj(name: str, value: int, default: bool) -> dict[str, Any]:
 BASE = [queue_obj("default", 1), queue_obj("q1", 2), class_obj("high", 100, False), class_obj("low", 0, False), DEVICE_CLASS]
 
 
-def group_obj(i: int, min_member: int, queue: str, phase: str, prio: str | None) -> dict[str, Any]:
+def group_obj(i: int, min_member: int, queue: str, phase: str, prio: str | None, sub_groups: bool = False) -> dict[str, Any]:
     spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
     if prio:
         spec["priorityClassName"] = prio
+    if sub_groups:  # sub-groups kept per pod as pods come, go and change status
+        spec["subGroupPolicy"] = [{"name": "p", "subGroupSize": 1, "minSubGroups": 1, "matchLabelKeys": ["part"]}]
     return {
         "kind": "PodGroup",
         "metadata": {"name": f"g{i}", "namespace": "a", "creationTimestamp": f"2025-01-01T00:00:0{i}Z"},
@@ -186,6 +189,7 @@ claims = st.builds(
 groups = st.builds(
     group_obj, st.integers(0, N_GROUPS - 1), st.sampled_from([1, 1, 2, 3]), st.sampled_from(["default", "default", "q1", "gone"]),
     st.sampled_from(["Pending", "Inqueue", "Running"]), st.sampled_from([None, "high", "low"]),
+    st.sampled_from([False, False, True]),
 )
 queues = st.builds(queue_obj, st.sampled_from(["default", "q1"]), st.integers(1, 3))
 classes = st.builds(
@@ -223,6 +227,9 @@ def describe(state: SessionState) -> dict[str, Any]:
                 j.ready_count, j.valid_count, j.pending_best_effort_total,
                 j.allocated, j.total_request, sorted(j.allocated.scalars), sorted(j.total_request.scalars),
                 j.fit_errors, j.conditions,
+                None if j.sub_jobs is None else sorted(
+                    (u, sorted(x.key for x in sj.tasks.values()), sj.ready_count, sj.waiting_count,
+                     sj.pending_best_effort, sj.allocated_count) for u, sj in j.sub_jobs.by_uid.items()),
             )
             for k, j in state.jobs.items()
         ],
@@ -438,3 +445,40 @@ def test_a_task_a_session_allocated_and_took_back_leaves_no_zero_scalar_in_its_j
     assert job.allocated.scalars == {"nvidia.com/gpu": 0.0}  # what the session left
     _, again = cache.open()
     assert next(iter(again.jobs.values())).allocated.scalars == {}
+
+
+def test_sub_groups_follow_their_pods_in_the_cache_as_in_a_rebuild() -> None:
+    """A PodGroup's sub-groups (model/sub_jobs.py) as pods come, go, change partition and run,
+    and as the PodGroup's policy changes: the cache's equal a rebuild's after each change."""
+    cache = ClusterCache(OURS)
+    world: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def put(kind: str, key: str, obj: dict[str, Any] | None) -> None:
+        cache.update(kind, key, obj)
+        if obj is None:
+            world.pop(key, None)
+        else:
+            world[key] = (kind, obj)
+
+    def check() -> dict[str, Any]:
+        snapshot, state = cache.open()
+        rebuilt = build_state(build_snapshot([o for _k, o in world.values()]), OURS)
+        ours, theirs = describe(state), describe(rebuilt)
+        assert_same(ours, theirs)
+        return {k: j for k, j in state.jobs.items()}
+
+    put("Node", "n0", node_obj(0, 4, 0, True, 0))
+    put("PodGroup", "a/g0", group_obj(0, 2, "default", "Inqueue", None, sub_groups=True))
+    for i in range(3):
+        put("Pod", f"a/p{i}", pod_obj(i, 0, 0, True, 1, False, None, False, False, None, None, False))
+    jobs = check()
+    assert sorted(jobs["a/g0"].sub_jobs.by_uid) == ["a/g0/p-0", "a/g0/p-1"]
+    put("Pod", "a/p1", None)  # partition 1 loses its only pod
+    assert sorted(check()["a/g0"].sub_jobs.by_uid) == ["a/g0/p-0"]
+    moved = pod_obj(2, 1, 0, True, 1, False, 0, False, False, None, None, False)
+    moved["metadata"]["labels"]["part"] = "7"  # runs now, in another partition
+    put("Pod", "a/p2", moved)
+    subs = check()["a/g0"].sub_jobs.by_uid
+    assert sorted(subs) == ["a/g0/p-0", "a/g0/p-7"] and subs["a/g0/p-7"].ready_count == 1
+    put("PodGroup", "a/g0", group_obj(0, 2, "default", "Inqueue", None))  # the policy goes
+    assert check()["a/g0"].sub_jobs is None

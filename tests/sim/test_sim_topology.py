@@ -10,7 +10,7 @@ from tidesched.scheduler import config_from_text
 from tidesched.sim import ScenarioError, run
 from tidesched.sim.events import Scenario
 from tidesched.sim.topology import add_fat_tree, constrain_gangs, parse_constraint, parse_shape
-from topology_builders import TOPOLOGY_CONFIG
+from topology_builders import TOPOLOGY_CONFIG, hypernode
 
 
 def scenario() -> Scenario:
@@ -93,3 +93,33 @@ def test_simulate_takes_the_topology_options(tmp_path) -> None:
     assert "Network topology" in (tmp_path / "out" / "report.html").read_text()
     bad = CliRunner().invoke(app, ["simulate", str(tmp_path / "objs.yaml"), "--topology", "2", "--no-progress"])
     assert bad.exit_code == 2 and "NODESxLEAVES" in bad.output
+
+
+def test_a_partitioned_volcano_job_lands_each_partition_in_its_own_leaf() -> None:
+    """A Volcano Job's task with a partitionPolicy (two partitions of two, each held to a leaf,
+    the job to the spine) on leaves of three 4-GPU nodes: each partition takes two nodes of one
+    leaf. Placed as one gang the pods would fill leaf-0 in order and split partition 1."""
+    from tidesched.sim.runner import Engine
+
+    objs = [node(f"n{leaf}-{i}", cpu="16", memory="64Gi", nvidia_com__gpu="4") for leaf in range(2) for i in range(3)]
+    objs += [hypernode(f"leaf-{leaf}", 1, [f"n{leaf}-{i}" for i in range(3)]) for leaf in range(2)]
+    objs += [hypernode("spine-0", 2, ["leaf-0", "leaf-1"], of="HyperNode"), {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}]
+    worker = {"name": "worker", "replicas": 4,
+              "partitionPolicy": {"totalPartitions": 2, "partitionSize": 2, "minPartitions": 2,
+                                  "networkTopology": {"mode": "hard", "highestTierAllowed": 1}},
+              "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "4"}}}]}}}
+    objs.append({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                 "metadata": {"name": "train", "namespace": "ml", "annotations": {"sim.tidesched.io/duration": "1h"}},
+                 "spec": {"queue": "default", "schedulerName": "volcano", "minAvailable": 4,
+                          "networkTopology": {"mode": "hard", "highestTierAllowed": 2}, "tasks": [worker]}})
+    sc = Scenario(name="t", objects=[Manifest(f"o{i}", o) for i, o in enumerate(objs)],
+                  config=config_from_text(TOPOLOGY_CONFIG, "t"), duration=600.0)
+    engine = Engine(sc, 0)
+    outcome = engine.run()
+    assert not outcome.failed
+    nodes = {k: p["spec"].get("nodeName", "") for k, p in engine.world.items("Pod")}
+    leaf = {k: n.split("-")[0] for k, n in nodes.items()}
+    assert all(nodes.values()), nodes
+    assert leaf["ml/train-worker-0"] == leaf["ml/train-worker-1"] != leaf["ml/train-worker-2"] == leaf["ml/train-worker-3"], nodes
+    partitions = {k: p["metadata"]["labels"]["volcano.sh/partition-id"] for k, p in engine.world.items("Pod")}
+    assert partitions == {"ml/train-worker-0": "0", "ml/train-worker-1": "0", "ml/train-worker-2": "1", "ml/train-worker-3": "1"}

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tidesched.actions.allocate_nomination import allocate_from_nomination
 from tidesched.actions.allocate_topology import allocate_gang, place_tasks, settle_fit_errors
+from tidesched.actions.worksheet import Worksheet, organize
 from tidesched.framework.gates import held_outside, skip_gated
 from tidesched.framework.placement import choose_node, no_node_errors
 from tidesched.framework.decisions import FitErrors
@@ -45,7 +47,7 @@ def execute(ssn: "Session") -> None:
             continue
         if job.queue not in ssn.queues:
             continue
-        if not ssn.topology.ready and ssn.topology.has_topology(job):
+        if not ssn.topology.ready and job.uid in ssn.topology.constrained:
             continue  # Volcano: HyperNodes not ready to schedule (a cycle, a second parent)
         if job.queue not in jobs_by_queue:
             jobs_by_queue[job.queue] = ssn.job_queue()
@@ -53,7 +55,9 @@ def execute(ssn: "Session") -> None:
         jobs_by_queue[job.queue].push(job)
 
     pending_tasks: dict[str, PriorityQueue] = {}
-    constrained: dict[str, list] = {}  # gangs with a network topology: their pods in task order
+    # Gangs placed by the HyperNode gradient, or with a constraint that does not apply: their
+    # worksheets (sub-groups and their pods in task order).
+    constrained: dict[str, Worksheet] = {}
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -62,7 +66,7 @@ def execute(ssn: "Session") -> None:
         if jobs is None or jobs.empty():
             continue
         job = jobs.pop()
-        if ssn.topology.has_topology(job):
+        if job.uid in ssn.topology.constrained or job.sub_jobs is not None:
             if _allocate_constrained(ssn, job, queue, constrained):
                 jobs.push(job)
             queues.push(queue)
@@ -90,38 +94,47 @@ def execute(ssn: "Session") -> None:
         queues.push(queue)
 
 
-def _allocate_constrained(ssn: "Session", job: "JobInfo", queue: "QueueInfo", pending: dict[str, list]) -> bool:
-    """A gang with a network-topology constraint (actions/allocate_topology.py); whether it
-    has pods left for another turn."""
-    tasks = pending.get(job.uid)
-    if tasks is None:
-        tasks = pending[job.uid] = ssn.sort_tasks(
-            t for t in job.tasks.values() if t.status == TaskStatus.PENDING and not t.best_effort
-        )
-    if not tasks:
+def _allocate_constrained(ssn: "Session", job: "JobInfo", queue: "QueueInfo", worksheets: dict[str, Worksheet]) -> bool:
+    """A gang with a network-topology constraint or sub-groups (actions/allocate_topology.py);
+    whether it has pods left for another turn."""
+    topo = ssn.topology
+    ws = worksheets.get(job.uid)
+    if ws is None:
+        ws = worksheets[job.uid] = organize(ssn, job)
+    if ws.empty():
         return False
-    if ssn.topology.hard_tier(job) is None:
-        # A constraint that does not apply (an unknown tier name): the whole cluster, as any gang.
-        run = place_tasks(ssn, job, queue, tasks, ssn.topology.top)
-        if run is None:
-            settle_fit_errors(ssn, job)
-            pending[job.uid] = []
+    if not topo.uses_gradient(job):
+        # A constraint that does not apply (an unknown tier name): the whole cluster, as any
+        # gang, its node scores still by the HyperNodes its pods land in.
+        sub = topo.whole(job)
+        tasks = ws.tasks.get(sub.uid)
+        if not tasks:
             return False
-        stmt, rest, placed = run.stmt, run.rest, None
-    else:
-        found = allocate_gang(ssn, job, queue, tasks)
-        if found is None:
-            settle_fit_errors(ssn, job)
-            ssn.topology.note_waiting(job, tasks)
-            return False
-        stmt, rest, hn, sub = found
-        placed = (hn, sub)
-    pending[job.uid] = rest
+        stmt = allocate_from_nomination(ssn, job, sub, queue, tasks) if topo.nominated.get(sub.uid) else None
+        if stmt is not None:
+            ws.tasks[sub.uid] = []
+        else:
+            run = place_tasks(ssn, job, sub, queue, tasks, topo.top)
+            ws.tasks[sub.uid] = run.rest if run is not None else []
+            if run is None:
+                settle_fit_errors(ssn, job)
+                return False
+            stmt = run.stmt
+        if ssn.job_ready(job):
+            stmt.commit()
+            topo.nominated.pop(sub.uid, None)
+            return bool(ws.tasks[sub.uid])
+        return False
+    found = allocate_gang(ssn, job, queue, ws)
+    if found is None:
+        settle_fit_errors(ssn, job)
+        topo.note_waiting(job, ws.pending())
+        return False
+    worksheets[job.uid] = found.worksheet
     if ssn.job_ready(job):
-        stmt.commit()
-        if placed is not None:
-            ssn.topology.commit_domain(job, *placed)
-        return bool(rest)
+        found.stmt.commit()
+        topo.commit_domain(job, found.hypernode, found.decisions)
+        return not found.worksheet.empty()
     return False
 
 

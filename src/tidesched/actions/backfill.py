@@ -67,6 +67,8 @@ def execute(ssn: "Session") -> None:
             job.fit_errors[task.uid] = FitErrors(total_nodes=len(table), message=err)
             continue
         feasible, _ = feasible_nodes(ssn, task, check_resources=False)
+        if task.pod.claims:  # backfill allocates: claims must be allocatable now
+            feasible &= ssn.claims_now(task)
         node = best_node(ssn, task, feasible)
         if node is None:
             job.fit_errors[task.uid] = no_node_errors(ssn, task, None)

@@ -3,10 +3,13 @@
 A victim job's candidate pods in a domain are split in two **bundles**:
 
 * **safe** — pods the job can lose and stay gang-ready: taken lowest task priority first (then
-  by uid) while the job keeps more ready pods than ``minAvailable`` and the pod's role keeps more
+  by uid) while the job keeps more ready pods than ``minAvailable``, the pod's role keeps more
   than its ``minTaskMember`` (roles count only when ``minAvailable`` ≥ the sum of the role
-  minimums, as the gang plugin's check). A job that is not gang-ready already puts all its
-  candidates in the safe bundle: evicting more breaks nothing more.
+  minimums, as the gang plugin's check), and, for a job with sub-groups (``subGroupPolicy``),
+  the pod's sub-group is already broken (a pod of it is missing) or its policy has a ready
+  sub-group to spare above ``minSubGroups`` (the first pod taken from a ready sub-group breaks
+  it). A job that is not gang-ready already puts all its candidates in the safe bundle:
+  evicting more breaks nothing more.
 * **whole** — the rest: evicting any of them breaks the job's gang. Its cost is the whole job's
   request, not only the pods in the domain.
 
@@ -15,9 +18,6 @@ job the JobOrder plugins would schedule last first; gangreclaim: by the victim q
 then by **return on investment** — how much of the need the bundle's pods free (each resource
 capped at the need) over how much of the need the bundle's job holds in all (∞ for a safe
 bundle); then by job uid, first pod uid and size.
-
-Volcano also splits by sub-job groups (PodGroup ``subGroupPolicy``); tidesched has no sub-jobs
-yet, so every job is one group, as Volcano's default sub-job makes it.
 """
 
 from __future__ import annotations
@@ -71,15 +71,33 @@ def job_bundles(job: "JobInfo", local: list["TaskInfo"], width: int) -> list[Bun
     role_surplus: dict[str, int] = {}
     if job.min_available >= job.task_min_available_total:
         role_surplus = {role: job.allocated_roles(role) - m for role, m in job.task_min_available.items()}
+    # Sub-groups (Volcano's group surplus): ready sub-groups per policy above minSubGroups, and
+    # the sub-groups already broken.
+    subs = job.sub_jobs if job.sub_jobs is not None and job.sub_jobs.min_groups else None
+    broken: set[str] = set()
+    group_surplus: dict[str, int] = {}
+    if subs is not None:
+        for sub in subs.by_uid.values():
+            if sub.is_ready():
+                group_surplus[sub.gid] = group_surplus.get(sub.gid, 0) + 1
+            else:
+                broken.add(sub.uid)
+        for gid, m in subs.min_groups.items():
+            group_surplus[gid] = group_surplus.get(gid, 0) - m
     safe: list["TaskInfo"] = []
     whole: list["TaskInfo"] = []
     for task in local:
         role_safe = role_surplus.get(task.role, 1) > 0
-        if surplus > 0 and role_safe:
+        sub = subs.of(task) if subs is not None else None
+        sub_safe = subs is None or (sub is not None and (sub.uid in broken or group_surplus.get(sub.gid, 0) > 0))
+        if surplus > 0 and role_safe and sub_safe:
             safe.append(task)
             surplus -= 1
             if task.role in role_surplus:
                 role_surplus[task.role] -= 1
+            if sub is not None and sub.uid not in broken:
+                broken.add(sub.uid)  # the first pod taken breaks it: its policy has one ready fewer
+                group_surplus[sub.gid] = group_surplus.get(sub.gid, 0) - 1
         else:
             whole.append(task)
     out = []

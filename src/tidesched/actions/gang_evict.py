@@ -10,23 +10,28 @@ bundle by bundle, and the dry run that places a whole job before anything is evi
 * **Jobs**: not Pending, JobValid, queue exists; queues in QueueOrder, each once, its starving
   jobs in JobOrder; one Statement per job, committed when JobPipelined holds afterwards, else
   discarded. (gangreclaim skips a queue that is Overused.)
-* **Pending pods** of a job: its Pending pods that request resources, in TaskOrder (Volcano's
-  worksheet of the job's one sub-job). The **need** is the sum of their requests (with init
-  containers).
+* **Pending pods** of a job: its Pending pods that request resources and have no scheduling
+  gate, sub-group by sub-group in worksheet order (actions/worksheet.py; a gang without
+  sub-groups is its one), each in TaskOrder — of a job already ready, only the first
+  sub-group's. The **need** is the sum of their requests (with init containers).
 * **Domains**: HyperNodes from the network-topology plugin's gradients for eviction (the widest
   first, at most ``hypernode.gradient.evict.max-hypernodes``), at most ``maxDomains``; when there
-  are none, the whole cluster, unless the job has a hard constraint (then no domain). Within a
-  domain the pods go to its nodes directly (Volcano looks for a lower HyperNode inside it first,
-  for a gang with a hard constraint: not done here).
+  are none, the whole cluster, unless the job or a sub-group of it has a hard constraint (then
+  no domain). Within a domain each sub-group goes, for a gang with a hard constraint anywhere,
+  to the first HyperNode of its own gradient for eviction under the domain where it fits, else
+  to the domain's nodes; the HyperNode each sub-group took is its **nomination**, which allocate
+  tries first in the rest of the session (actions/allocate_nomination.py).
 * **Per domain** the action's bundles (``bundles``), in its order, are taken one after another;
   once the domain's idle and releasing room plus everything taken so far holds the need, the
   **dry run** tries: evict every victim taken so far, then pipeline each pending pod in
-  TaskOrder on the best node of the domain — among those where the pod fits the idle room,
-  else those where it fits once released room is free; nodes failing a predicate
-  unresolvably are out — each pod needing Allocatable(queue, pod) and PrePredicate. It works
-  when every pod is placed and the job is pipelined; then its evictions and pipelines are the
-  job's, else it is undone and the next bundle is added. Every placement is a pipeline, even
-  on idle room: the pods bind in a later session.
+  TaskOrder, sub-group by sub-group, on the best node of its HyperNode — among those where the
+  pod fits the idle room, else those where it fits once released room is free; nodes failing
+  a predicate unresolvably are out — each pod needing Allocatable(queue, pod) and PrePredicate;
+  a sub-group counts when all its pods are placed and it is ready or pipelined, and the run
+  stops once the job is pipelined (a job already ready: after its first sub-group). It works
+  when every sub-group it came to was placed and the job is pipelined; then its evictions and
+  pipelines are the job's, else it is undone and the next bundle is added. Every placement is
+  a pipeline, even on idle room: the pods bind in a later session.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import numpy as np
 
 from tidesched.actions.bundles import WHOLE, Bundle, flatten, keep_allowed, request_sum
 from tidesched.actions.victims import candidate_nodes
-from tidesched.framework.gates import ungated_pending
+from tidesched.actions.worksheet import Worksheet, organize
 from tidesched.framework.placement import best_node
 from tidesched.framework.plugin import EvictionContext
 from tidesched.actions.starving import starving_turns
@@ -46,11 +51,13 @@ from tidesched.framework.reasons import gang_eviction_reason
 from tidesched.framework.statement import Statement
 from tidesched.framework.topology import PURPOSE_EVICT
 from tidesched.model.resource import MIN_RESOURCE
+from tidesched.model.status import TaskStatus
 
 if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
+    from tidesched.model.sub_jobs import SubJobInfo
 
 MAX_DOMAINS = "maxDomains"
 ALLOW_WHOLE_BUNDLE = "allowWholeBundle"
@@ -87,10 +94,24 @@ def width(ssn: "Session") -> int:
     return ssn.table.pods_col
 
 
+def _evictable_pending(task: "TaskInfo") -> bool:
+    return task.status == TaskStatus.PENDING and not task.best_effort and not task.sch_gated
+
+
+def worksheet(ssn: "Session", job: "JobInfo") -> Worksheet:
+    """Volcano organizeEvictionWorksheet: allocate's worksheet, gated pods left out."""
+    return organize(ssn, job, keep=_evictable_pending)
+
+
 def pending_tasks(ssn: "Session", job: "JobInfo") -> list["TaskInfo"]:
-    """The job's pending pods that ask for resources and have no scheduling gate, in TaskOrder
-    (Volcano's eviction worksheet skips gated and best-effort tasks)."""
-    return ssn.sort_tasks(t for t in ungated_pending(job) if not t.best_effort)
+    """The job's pending pods the gang actions place (Volcano CollectPendingTasksForGangEviction):
+    of a job already ready, its first sub-group's; else all, sub-group by sub-group."""
+    ws = worksheet(ssn, job)
+    if ws.empty():
+        return []
+    if ssn.job_ready(job):
+        return ws.tasks[ws.queue.pop().uid]
+    return ws.pending()
 
 
 def holds(need: np.ndarray, avail: np.ndarray) -> bool:
@@ -99,6 +120,12 @@ def holds(need: np.ndarray, avail: np.ndarray) -> bool:
     check = need.copy()
     check[2:][check[2:] <= 0] = -np.inf
     return bool(np.all(avail + MIN_RESOURCE > check))
+
+
+def hard_somewhere(ssn: "Session", job: "JobInfo") -> bool:
+    """Whether the job or one of its sub-groups has a hard constraint (ContainsHardTopology)."""
+    topo = ssn.topology
+    return topo.hard_tier(job) is not None or any(topo.sub_tier(job, s) is not None for s in topo.sub_jobs(job))
 
 
 def domains(ssn: "Session", job: "JobInfo", opts: GangEvictOptions) -> list[tuple[str, np.ndarray]]:
@@ -111,7 +138,7 @@ def domains(ssn: "Session", job: "JobInfo", opts: GangEvictOptions) -> list[tupl
             if name not in names:
                 names.append(name)
     names = names[: opts.max_domains]
-    if not names and topo.hard_tier(job) is None:
+    if not names and not hard_somewhere(ssn, job):
         names = [topo.top]
     return [(CLUSTER if n == topo.top else n, np.ones(len(ssn.table), dtype=bool) if n == topo.top else topo.mask(n))
             for n in names]
@@ -126,18 +153,60 @@ def job_may_lose_pods(job: "JobInfo") -> bool:
     return True
 
 
-def dry_run(ssn: "Session", queue: "QueueInfo", job: "JobInfo", rows: np.ndarray,
-            victims: list["TaskInfo"], action: str) -> Statement | None:
-    """Evict ``victims`` and pipeline the job's pending pods in the domain's ``rows`` (see the
-    module rules): the Statement when the job ends up pipelined, else None with everything undone."""
-    tasks = pending_tasks(ssn, job)
-    if not tasks:
+def dry_run(ssn: "Session", queue: "QueueInfo", job: "JobInfo", domain: str, rows: np.ndarray,
+            victims: list["TaskInfo"], action: str) -> tuple[Statement, dict[str, str]] | None:
+    """Evict ``victims`` and pipeline the job's pending pods in the domain (see the module rules;
+    Volcano BuildNominationPlanInDomain): the Statement when the job ends up pipelined, with the
+    HyperNode each sub-group took, else None with everything undone."""
+    ws = worksheet(ssn, job)
+    if ws.empty():
         return None
-    table = ssn.table
+    topo = ssn.topology
+    was_ready = ssn.job_ready(job)
+    hard = hard_somewhere(ssn, job)
     plan = Statement(ssn)
     reason = gang_eviction_reason(action, job.uid)
     for victim in victims:
         plan.evict(victim, reason)
+    nominations: dict[str, str] = {}
+    pipelined = False
+    while not ws.empty():
+        sub = ws.queue.pop()
+        tasks = ws.tasks[sub.uid]
+        won: tuple[Statement, str] | None = None
+        if hard:
+            for group in ssn.hypernode_gradient(job, domain or topo.top, PURPOSE_EVICT, sub):
+                for name in group:
+                    trial = _trial(ssn, queue, job, sub, tasks, rows if name == (domain or topo.top) else topo.mask(name))
+                    if trial is not None:
+                        won = (trial, name)
+                        break
+                if won is not None:
+                    break
+        else:
+            trial = _trial(ssn, queue, job, sub, tasks, rows)
+            won = (trial, domain or topo.top) if trial is not None else None
+        if won is None:
+            plan.discard()
+            return None
+        plan.merge(won[0])
+        nominations[sub.uid] = won[1]
+        pipelined = ssn.job_pipelined(job)
+        if was_ready or pipelined:
+            break
+    if not pipelined:
+        plan.discard()
+        return None
+    return plan, nominations
+
+
+def _trial(ssn: "Session", queue: "QueueInfo", job: "JobInfo", sub: "SubJobInfo", tasks: list["TaskInfo"],
+           rows: np.ndarray) -> Statement | None:
+    """Every one of the sub-group's pods pipelined on ``rows`` (Volcano
+    runSimulateTrialAtHyperNode): the Statement when the sub-group is then ready or pipelined,
+    else None, undone."""
+    table = ssn.table
+    trial = Statement(ssn)
     for task in tasks:
         if not ssn.allocatable(queue, task):
             break
@@ -149,28 +218,28 @@ def dry_run(ssn: "Session", queue: "QueueInfo", job: "JobInfo", rows: np.ndarray
         row = best_node(ssn, task, idle if idle.any() else future)
         if row is None:
             break
-        plan.pipeline(task, table.names[row])
+        trial.pipeline(task, table.names[row])
     else:
-        # Volcano asks for the job's (one) sub-job ready or pipelined, then the job pipelined.
-        if ssn.job_pipelined(job):
-            return plan
-    plan.discard()
+        if len(trial) and (ssn.sub_job_ready(job, sub) or ssn.sub_job_pipelined(job, sub)):
+            return trial
+    trial.discard()
     return None
 
 
 def evict_for_job(ssn: "Session", stmt: Statement, queue: "QueueInfo", job: "JobInfo",
-                  opts: GangEvictOptions, select: Select, action: str, gate: Gate | None = None) -> bool:
-    """Volcano preemptJobInDomains / reclaimJobInDomains: True when a plan was taken into ``stmt``."""
+                  opts: GangEvictOptions, select: Select, action: str, gate: Gate | None = None) -> dict[str, str] | None:
+    """Volcano preemptJobInDomains / reclaimJobInDomains: when a plan was taken into ``stmt``,
+    the HyperNode each sub-group took (its nomination), else None."""
     tasks = pending_tasks(ssn, job)
     if not tasks or (gate is not None and not gate(ssn, queue, tasks)):
-        return False
+        return None
     w = width(ssn)
     need = np.zeros(w)
     for t in tasks:
         assert t.init_vec is not None
         need += t.init_vec[:w]
     table = ssn.table
-    for _name, rows in domains(ssn, job, opts):
+    for name, rows in domains(ssn, job, opts):
         bundles = select(ssn, job, need, rows, opts)
         if not bundles:
             continue
@@ -180,11 +249,11 @@ def evict_for_job(ssn: "Session", stmt: Statement, queue: "QueueInfo", job: "Job
             taken += bundle.tasks
             if not holds(need, room + request_sum(taken, w)):
                 continue
-            plan = dry_run(ssn, queue, job, rows, list(taken), action)
-            if plan is not None:
-                stmt.merge(plan)
-                return True
-    return False
+            found = dry_run(ssn, queue, job, name, rows, list(taken), action)
+            if found is not None:
+                stmt.merge(found[0])
+                return found[1]
+    return None
 
 
 def candidates_in(ssn: "Session", rows: np.ndarray,
@@ -226,8 +295,10 @@ def execute_gang_eviction(ssn: "Session", action: str, select: Select, skip_over
         while jobs is not None and not jobs.empty():
             job = jobs.pop()
             stmt = Statement(ssn)
-            evict_for_job(ssn, stmt, queue, job, opts, select, action, gate)
+            nominations = evict_for_job(ssn, stmt, queue, job, opts, select, action, gate)
             if ssn.job_pipelined(job):
                 stmt.commit()
+                # Volcano ApplySubJobNominations: allocate tries them first this session.
+                ssn.topology.nominated.update(nominations or {})
             else:
                 stmt.discard()

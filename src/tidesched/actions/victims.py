@@ -48,8 +48,13 @@ def validate_victims(ssn: "Session", preemptor: "TaskInfo", row: int, victims: I
 
 
 def devices_fit(ssn: "Session", task: "TaskInfo", row: int, released: Iterable["TaskInfo"]) -> bool:
-    """Does a vGPU task fit the node's devices once ``released`` are gone (True for other tasks,
-    or when deviceshare does not enforce devices)? Node room alone can hide devices too full."""
+    """Does a vGPU task fit the node's devices, a task with DRA claims its claims, once
+    ``released`` are gone (True for other tasks, or when deviceshare does not enforce devices)?
+    Node room alone can hide devices too full or held."""
+    released = list(released)
+    ledger = ssn.table.dra
+    if task.pod.claims and ledger is not None and not ledger.fits_without(task, row, (t.uid for t in released)):
+        return False
     devices = ssn.table.devices
     req = task.pod.vgpu
     if req is None or devices is None or not devices.enforced:

@@ -78,7 +78,7 @@ def simulate_cmd(
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N pods of the trace.")] = None,
     gpu_sharing: Annotated[
         str, typer.Option("--gpu-sharing", help="How the trace shares GPUs: vgpu (per-device, Volcano deviceshare) "
-                                                "or mps (whole nodes of MPS replicas).")
+                                                "mps (whole nodes of MPS replicas) or dra (DRA devices and ResourceClaims).")
     ] = "vgpu",
     from_cluster: Annotated[
         bool, typer.Option("--from-cluster", help="What-if: start from the live cluster (read once, read-only).")

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tidesched.explain.claims import group_claim_lines
 from tidesched.explain.topology import topology_lines
 from tidesched.model.quantity import format_natural
 from tidesched.model.status import VALID_STATUSES, PodGroupPhase, TaskStatus
@@ -265,6 +266,7 @@ def group_lines(ssn: Session, decisions: Decisions, before: GroupBefore) -> list
             lines.append(f"    ... {len(node_rows) - TOP_REASONS} more reasons")
     for message, p in other_rows:
         lines.append(f"  {_n(p, 'pod')}: {message}")
+    lines.extend(group_claim_lines(ssn, job))
     if untried:
         if node_rows:
             why = "allocation stops at the first pod of a gang that fits no node"

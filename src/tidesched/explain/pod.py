@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tidesched.explain.claims import pod_claim_lines
 from tidesched.explain.topology import topology_lines
 from tidesched.explain.gates import gate_lines
 from tidesched.framework.decisions import FitErrors
@@ -53,6 +54,7 @@ def explain_lines(
     elif fe:
         reason = decisions.pod_condition_reasons.get(pod)
         lines.append(f"{reason}: {fe}" if reason else f"Gang: {fe}")
+    lines.extend(pod_claim_lines(ssn, task))
     for e in decisions.events if events is None else events:
         if (e.kind == "Pod" and f"{e.namespace}/{e.name}" == pod) or (
             e.kind == "PodGroup" and f"{e.namespace}/{e.name}" == job.uid

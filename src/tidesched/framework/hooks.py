@@ -32,6 +32,7 @@ from tidesched.framework.plugin import (
 from tidesched.framework.queues import KeyedQueue, PriorityQueue
 from tidesched.framework.reasons import claims_reason
 from tidesched.model.infos import JobInfo, QueueInfo, TaskInfo
+from tidesched.model.sub_jobs import SubJobInfo
 
 if TYPE_CHECKING:
     from tidesched.framework.config import Tier
@@ -46,6 +47,10 @@ HOOK_SWITCH: dict[str, str | None] = {
     "job_ready": "job_ready",
     "job_pipelined": "job_pipelined",
     "job_starving": "job_starving",
+    # A sub-group's readiness and order (Volcano SubJobReadyFn, SubJobPipelinedFn, SubJobOrderFn).
+    "sub_job_ready": "sub_job_ready",
+    "sub_job_pipelined": "sub_job_pipelined",
+    "sub_job_order": "sub_job_order",
     "job_valid": None,
     "job_enqueueable": "job_enqueued",
     "job_enqueued": "job_enqueued",
@@ -277,13 +282,15 @@ class SessionHooks:
 
         return sorted(jobs, key=functools.cmp_to_key(cmp))
 
-    def queue_order_less(self, l: QueueInfo, r: QueueInfo) -> bool:
-        c = self._compare("queue_order", l, r)
+    def _less(self, hook: str, l: Any, r: Any, fallback: Callable[[Any], tuple[Any, ...]]) -> bool:
+        """The ``hook`` plugins' first non-zero answer, else the ``fallback`` keys' order."""
+        c = self._compare(hook, l, r)
         if c:
             return c < 0
-        if l.creation != r.creation:
-            return l.creation < r.creation
-        return l.uid < r.uid
+        return fallback(l) < fallback(r)
+
+    def queue_order_less(self, l: QueueInfo, r: QueueInfo) -> bool:
+        return self._less("queue_order", l, r, lambda q: (q.creation, q.uid))
 
     def victim_queue_order_less(self, l: QueueInfo, r: QueueInfo, preemptor_queue: QueueInfo) -> bool:
         for tier in self._chain("victim_queue_order"):
@@ -310,12 +317,16 @@ class SessionHooks:
             return 0
         return -1 if self.task_order_less(l, r) else (1 if self.task_order_less(r, l) else 0)
 
-    def job_ready(self, job: JobInfo) -> bool:
-        for tier in self._chain("job_ready"):
+    def _all(self, hook: str, obj: Any) -> bool:
+        """Every enabled fn of ``hook`` says yes (none: yes)."""
+        for tier in self._chain(hook):
             for _name, fn in tier:
-                if not fn(job):
+                if not fn(obj):
                     return False
         return True
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return self._all("job_ready", job)
 
     def _votes(self, hook: str, obj: Any) -> bool:
         for tier in self._chain(hook):
@@ -332,6 +343,25 @@ class SessionHooks:
 
     def job_pipelined(self, job: JobInfo) -> bool:
         return self._votes("job_pipelined", job)
+
+    # -- sub-groups (model.sub_jobs; Volcano SubJobReady, SubJobPipelined, SubJobOrderFn) --
+
+    def sub_job_ready(self, job: JobInfo, sub: SubJobInfo) -> bool:
+        """Whether the sub-group has what it needs: for a job without sub-groups, whether the
+        job is ready; else every enabled fn agrees (none: it is)."""
+        if job.sub_jobs is None:
+            return self.job_ready(job)
+        return self._all("sub_job_ready", sub)
+
+    def sub_job_pipelined(self, job: JobInfo, sub: SubJobInfo) -> bool:
+        if job.sub_jobs is None:
+            return self.job_pipelined(job)
+        return self._votes("sub_job_pipelined", sub)
+
+    def sub_job_order_less(self, l: SubJobInfo, r: SubJobInfo) -> bool:
+        """The SubJobOrder plugins' first non-zero answer, else the lower match index, else
+        the id."""
+        return self._less("sub_job_order", l, r, lambda s: (s.match_index, s.uid))
 
     def job_enqueueable(self, job: JobInfo) -> bool:
         return self._votes("job_enqueueable", job)
@@ -451,14 +481,26 @@ class SessionHooks:
     def _claims_check(self, task: TaskInfo) -> PredicateResult:
         """Where the pod's DRA claims can be allocated (model.dra.ledger), whatever the config:
         a pod bound without its claims could not start, and its devices would stay free for
-        another pod. The failures are unresolvable: evicting pods allocates no claim."""
+        another pod; now, or once releasing pods are gone (a pipeline). The failures are
+        unresolvable (evicting pods allocates no claim) unless a plugin made claimed devices
+        evictable (the ledger's ``evictable``)."""
         n = len(self.table)
         ledger = self.table.dra
         if ledger is None:
             reason = claims_reason(task.pod.claims)
             return PredicateResult(np.zeros(n, dtype=bool), [NodeFailure(reason, np.ones(n, dtype=bool), True)])
         check = ledger.check(task)
-        return PredicateResult(check.passed, [NodeFailure(r, m, True) for r, m in check.failures])
+        return PredicateResult(check.passed, [NodeFailure(r, m, u) for r, m, u in check.failures])
+
+    def claims_now(self, task: TaskInfo) -> np.ndarray:
+        """Nodes where the pod's DRA claims can be allocated now, not only once releasing pods
+        are gone: where it may be allocated rather than pipelined (all nodes without claims)."""
+        ledger = self.table.dra
+        if not task.pod.claims:
+            return np.ones(len(self.table), dtype=bool)
+        if ledger is None:
+            return np.zeros(len(self.table), dtype=bool)
+        return ledger.check(task).now
 
     def predicate(self, task: TaskInfo) -> PredicateResult:
         """All plugin predicates for every node, and for a pod with DRA claims where they can
@@ -526,22 +568,23 @@ class SessionHooks:
 
     # -- network topology (Volcano HyperNodeGradientFor{Job,SubJob}Fn, HyperNodeOrderMapFn) --
 
-    def hypernode_gradient(self, job: JobInfo, hypernode: str, purpose: str, sub: bool = False) -> list[list[str]]:
-        """The HyperNodes to try for ``job`` within ``hypernode``, in groups, lowest tier first
-        (``sub``: for its pods within the HyperNode chosen for the job): the first plugin's
-        answer; only ``hypernode`` itself without one."""
+    def hypernode_gradient(self, job: JobInfo, hypernode: str, purpose: str, sub: SubJobInfo | None = None) -> list[list[str]]:
+        """The HyperNodes to try for ``job`` (for its sub-group ``sub``, within the HyperNode
+        chosen for the job) within ``hypernode``, in groups, lowest tier first: the first
+        plugin's answer; only ``hypernode`` itself without one."""
         for tier in self._chain("hypernode_gradient"):
             for _name, fn in tier:
                 return fn(job, hypernode, purpose, sub)  # type: ignore[no-any-return]
         return [[hypernode]]
 
-    def hypernode_order(self, job: JobInfo, candidates: list[str], tie_bonus: bool = True) -> dict[str, float]:
-        """Each candidate HyperNode's score for the gang: the plugins' scores summed. Without
-        ``tie_bonus`` each is scored as if it were the only candidate."""
+    def hypernode_order(self, job: JobInfo, sub: SubJobInfo, candidates: list[str], tie_bonus: bool = True) -> dict[str, float]:
+        """Each candidate HyperNode's score for the sub-group (a gang without sub-groups: the
+        gang): the plugins' scores summed. Without ``tie_bonus`` each is scored as if it were
+        the only candidate."""
         scores = dict.fromkeys(candidates, 0.0)
         for tier in self._chain("hypernode_order"):
             for _name, fn in tier:
-                for name, score in fn(job, candidates, tie_bonus).items():
+                for name, score in fn(job, sub, candidates, tie_bonus).items():
                     scores[name] += score
         return scores
 

@@ -55,7 +55,8 @@ def _best_row(scores: np.ndarray, candidates: np.ndarray) -> int | None:
 
 
 def choose_node(ssn: "Session", task: "TaskInfo", within: np.ndarray | None = None) -> tuple[int | None, bool, np.ndarray]:
-    """The allocate action's choice: the best node where the task fits now (idle), else the
+    """The allocate action's choice: the node the pod is nominated to when it may go there,
+    else the best node where the task fits now (idle), else the
     best where it fits once releasing resources are freed (future: pipeline), else None;
     whether it fits now; and the future fit, for ``no_node_errors``. ``within``: only these
     nodes (a HyperNode's)."""
@@ -65,6 +66,15 @@ def choose_node(ssn: "Session", task: "TaskInfo", within: np.ndarray | None = No
     if within is not None:
         feasible = feasible & within
     idle_fit = feasible & table.fits_cached(task, "idle")
+    if task.pod.claims:  # devices of claims being released only later: a pipeline, as resources
+        idle_fit &= ssn.claims_now(task)
+    nominated = ssn.topology.nominated_node(task)
+    if nominated:
+        # Volcano tries a pod's status.nominatedNodeName (where a preemption meant it to go)
+        # first: when it passes, it is the only candidate.
+        row = table.index.get(nominated)
+        if row is not None and feasible[row]:
+            return row, bool(idle_fit[row]), fit
     scores = ssn.node_order_all(task)
     if scores is not None:
         for candidates, now in ((idle_fit, True), (feasible, False)):

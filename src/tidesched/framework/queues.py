@@ -54,6 +54,13 @@ class PriorityQueue:
     def push(self, item: Any) -> None:
         heapq.heappush(self.heap, _Ordered(item, self.less))
 
+    def copy(self) -> "PriorityQueue":
+        """Another queue of the same items in the same heap order (Volcano's Clone)."""
+        other = PriorityQueue.__new__(PriorityQueue)
+        other.less = self.less
+        other.heap = list(self.heap)
+        return other
+
     def pop(self) -> Any:
         return heapq.heappop(self.heap).item
 

@@ -110,7 +110,7 @@ class ClusterCache:
         # The network topology: HyperNodes and node labels resolved per change (model.hypernode_tree).
         self._hypernodes = HyperNodeIndex()
         self._tree: HyperNodeTree | None = None
-        self._domains: dict[str, tuple[str, str]] = {}  # job uid -> HyperNodes its gang was placed within
+        self._domains: dict[str, tuple[str, dict[str, str]]] = {}  # job uid -> HyperNodes its gang and sub-groups were placed within
 
     # -- feeding ------------------------------------------------------------------------
 

@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from tidesched.model.fields import shown, parse_count, parse_json
 from tidesched.model.problems import ObjectError
@@ -81,6 +81,11 @@ def is_product_label(key: str) -> bool:
     """``<vendor-domain>/<type>.product`` naming a whole-card product (not a MIG slice label)."""
     m = _PRODUCT_LABEL.match(key)
     return m is not None and not m.group("type").startswith("mig-")
+
+
+def is_model_name(value: str) -> bool:
+    """A card model name as a label or an annotation may carry it: no spaces, no ``|``."""
+    return bool(_MODEL_NAME.match(value)) and ALTERNATIVE_SEPARATOR not in value
 
 
 def model_product(model: str) -> str:
@@ -291,12 +296,21 @@ class CardCatalog:
     problems: list[tuple[str, str]] = field(default_factory=list)  # (node, message)
 
     @classmethod
-    def build(cls, nodes: Iterable[tuple[str, Mapping[str, str], Mapping[str, float]]]) -> "CardCatalog":
+    def build(
+        cls,
+        nodes: Iterable[tuple[str, Mapping[str, str], Mapping[str, float]]],
+        extra_slots: Mapping[str, Sequence[CardSlot]] | None = None,
+    ) -> "CardCatalog":
+        """The catalog of these nodes; ``extra_slots``: cards nodes offer besides their
+        resources, by node name (DRA devices, ``model.dra.cards``)."""
         cat = cls()
         resources: dict[str, set[str]] = {}
         domains: set[str] = set()
         for name, labels, scalars in nodes:
             nc = discover_node_cards(name, labels, scalars)
+            more = extra_slots.get(name) if extra_slots else None
+            if more:
+                nc = replace(nc, slots=nc.slots + tuple(more))
             cat.nodes[name] = nc
             for p in nc.problems:
                 cat.problems.append((name, p))
@@ -304,8 +318,11 @@ class CardCatalog:
                 domains.add(nc.vendor_domain)
             for s in nc.slots:
                 resources.setdefault(s.model, set()).update(s.resources)
+        # A model offered through the device plugin and through DRA on other nodes is one model.
+        extra = {r for slots in (extra_slots or {}).values() for s in slots for r in s.resources}
         for model, res in resources.items():
-            if len(res) > 1 and any(is_mig_resource(r) or is_mps_resource(r) for r in res):
+            plugin = {r for r in res if r not in extra}
+            if len(plugin) > 1 and any(is_mig_resource(r) or is_mps_resource(r) for r in plugin):
                 # A model name reused for different kinds of resource (mislabelled nodes).
                 cat.problems.append(
                     ("", f"card model {model} is offered through different resources {sorted(res)}")

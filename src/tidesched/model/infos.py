@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tidesched.model.objects import Pod, PodGroup, Queue
 from tidesched.model.resource import Resource
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
+from tidesched.model.sub_jobs import SubJobs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -153,6 +154,8 @@ class JobInfo:
     job_fit_error: str = ""
     conditions: list[dict[str, Any]] = field(default_factory=list)
     enqueued_this_session: bool = False
+    # The PodGroup's sub-groups (model.sub_jobs), None without a subGroupPolicy.
+    sub_jobs: SubJobs | None = None
 
     @property
     def key(self) -> str:
@@ -166,6 +169,8 @@ class JobInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
+        if self.sub_jobs is not None:
+            self.sub_jobs.add(task)
         self._count(task, +1)
         self.total_request.add(task.resreq)
         if task.status in ALLOCATED_STATUSES:
@@ -175,6 +180,8 @@ class JobInfo:
         if self.tasks.pop(task.uid, None) is None:
             return
         self._count(task, -1)
+        if self.sub_jobs is not None:
+            self.sub_jobs.remove(task)
         self.total_request.sub(task.resreq)
         if task.status in ALLOCATED_STATUSES:
             self.allocated.sub(task.resreq)
@@ -204,6 +211,8 @@ class JobInfo:
         if status == TaskStatus.PENDING and task.best_effort:
             self.pending_best_effort[task.role] += delta
             self.pending_best_effort_total += delta
+        if self.sub_jobs is not None:
+            self.sub_jobs.count(task, delta)
 
     def tasks_with_status(self, *statuses: TaskStatus) -> list[TaskInfo]:
         wanted = set(statuses)

@@ -176,6 +176,8 @@ class Pod:
     volumes: tuple[PodVolume, ...] = ()
     # when the PodScheduled condition turned True (0: not scheduled), for cdp's cooldown
     scheduled_time: float = 0.0
+    # status.nominatedNodeName: where a preemption meant the pod to go (allocate tries it first)
+    nominated_node: str = ""
 
     @property
     def key(self) -> str:
@@ -335,6 +337,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         scheduling_gates=parse_scheduling_gates(spec),
         volumes=pod_volumes(spec, meta.name),
         scheduled_time=scheduled_time(status),
+        nominated_node=parse_str(status.get("nominatedNodeName"), "status.nominatedNodeName"),
     )
 
 
@@ -389,6 +392,7 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         # A template's claim is named in the status once the resourceclaim controller made it.
         claims = pod_claims(spec, status) if prev.claims and spec is not None else prev.claims
         scheduled = scheduled_time(status)
+        nominated = parse_str(status.get("nominatedNodeName"), "status.nominatedNodeName")
     except ObjectError:
         return None
     return replace(
@@ -402,6 +406,7 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         raw_spec=spec if spec is not None else {},
         claims=claims,
         scheduled_time=scheduled,
+        nominated_node=nominated,
     )
 
 

@@ -20,6 +20,7 @@ from tidesched.model.objects import Pod, PodGroup, PriorityClass, Queue
 from tidesched.model.problems import Event, warning
 from tidesched.model.snapshot import ClusterSnapshot
 from tidesched.model.status import TaskStatus
+from tidesched.model.sub_jobs import SubJobs
 
 
 @dataclass(slots=True)
@@ -35,7 +36,7 @@ class SessionState:
     hypernodes: HyperNodeTree  # the network topology over the table's nodes (model.hypernode_tree)
     # The HyperNode each gang was placed within by earlier sessions (job uid -> name): the
     # cluster cache's memory (Volcano keeps AllocatedHyperNode in its cache); empty when rebuilt.
-    domains: dict[str, tuple[str, str]] = field(default_factory=dict)
+    domains: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
 
 
 def priority_values(classes: Iterable[PriorityClass]) -> tuple[dict[str, int], int]:
@@ -82,6 +83,7 @@ def job_info(pg: PodGroup, priority: int) -> JobInfo:
         phase=pg.phase,
         creation=pg.meta.creation,
         preemptable=pg.preemptable,
+        sub_jobs=SubJobs.for_podgroup(pg),
     )
 
 

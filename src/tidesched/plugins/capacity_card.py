@@ -11,6 +11,9 @@ Arguments
     enqueue admits a job while, for each dimension it requests, cluster inqueue + request ≤
     cluster total × factor − used (DEC-9).
     ``podOwnerReferenceToServiceType`` (mapping owner kind → inference|training, TIDE-1).
+    ``draCardModelAttributes`` (list, ``[gpu.nvidia.com/productName]``) and
+    ``draCardProfileAttributes`` (list, ``[gpu.nvidia.com/profile]``): the DRA device
+    attributes that name a device's card model and its MIG profile (below).
 
 Hooks
     QueueOrder — higher ``spec.priority`` first, then the lower quota share (TIDE-2).
@@ -45,6 +48,15 @@ equivalents*, per device its compute share (``volcano.sh/vgpu-cores`` / 100; a d
 without a compute share, which may use all of it, counts as a whole card), for the model of the
 node it lands on, like any card pod (``model.vgpu.pod_card_scalars``; docs/gpu-sharing.md).
 
+DRA (docs/dra.md): a device a ResourceSlice publishes is a card of the model its product
+attribute names (``NVIDIA H200`` → ``NVIDIA-H200``, the device plugin's name for it; with a MIG
+profile, ``<model>/mig-<profile>-mixed``). A pod whose claims ask for such devices is charged
+for the models its requests select before the claims are allocated, for the devices they hold
+afterwards, a claim shared by pods of a queue once (``card_claims.py``). Claimed cards are
+reclaimed like counted ones: the session's claim ledger is made ``evictable``, so a node whose
+matching devices are all taken is a candidate for the tidal reclaim, and the reclaimer is
+pipelined onto the devices its victims' claims free.
+
 Service type (TIDE-1): PodGroup annotation ``volcano.sh/service.type``, else the pod's first
 ownerReference kind through ``podOwnerReferenceToServiceType``, else unknown.
 
@@ -73,13 +85,16 @@ from tidesched.framework.plugin import (
     PredicateResult,
 )
 from tidesched.model.cards import (
+    MILLI,
     CardCatalog,
     JobCardRequest,
     PodCardRequest,
 )
+from tidesched.model.dra.cards import DRA_CARD_RESOURCE
 from tidesched.model.objects import PREEMPTABLE_KEY, parse_bool
 from tidesched.model.status import QueueState, TaskStatus
 from tidesched.model.vgpu import VGPU_CARD_RESOURCE, node_card_scalars, pod_card_scalars
+from tidesched.plugins.card_claims import ClaimCards, card_naming, slice_problems
 from tidesched.plugins.card_ledger import (
     CardLedger,
     QueueCards,
@@ -137,6 +152,7 @@ class CapacityCardPlugin(CardLedger, Plugin):
         self.node_order_weight = arguments.get_float("nodeOrderWeight", DEFAULT_NODE_ORDER_WEIGHT)
         self.over_commit_factor = arguments.get_float("overCommitFactor", DEFAULT_OVER_COMMIT_FACTOR)
         self.owner_service_types = _service_type_map(arguments)
+        self.dra_naming = card_naming(arguments)
         self._argument_warnings: list[str] = []
         if self.node_order_weight <= 0:
             self._argument_warnings.append(
@@ -169,10 +185,18 @@ class CapacityCardPlugin(CardLedger, Plugin):
             self._event("Scheduler", "", self.name, "Warning", "InvalidArgument", msg)
 
         # Card models: named from every node the snapshot has (a model on NotReady nodes is
-        # still a known model), placed on the session's (Ready) node rows.
+        # still a known model), placed on the session's (Ready) node rows; and the models of
+        # the DRA devices the session's nodes reach (docs/dra.md).
+        self.claim_cards = ClaimCards.open(ssn, self.dra_naming)
+        if ssn.table.dra is not None:
+            ssn.table.dra.evictable = True  # claimed cards are reclaimed like counted cards
         self.catalog = CardCatalog.build(
-            (n.name, n.meta.labels, node_card_scalars(n)) for n in ssn.snapshot.nodes
+            ((n.name, n.meta.labels, node_card_scalars(n)) for n in ssn.snapshot.nodes),
+            self.claim_cards.node_slots(ssn.table.names) if self.claim_cards is not None else None,
         )
+        for name, messages in slice_problems(self.claim_cards).items():
+            for msg in messages:
+                self._event("ResourceSlice", "", name, "Warning", "InvalidCardAttribute", msg)
         for node, msg in self.catalog.problems:
             if node:
                 self._event("Node", "", node, "Warning", "InvalidCardLabels", msg)
@@ -203,6 +227,7 @@ class CapacityCardPlugin(CardLedger, Plugin):
         self.node_model_by_resource: dict[str, np.ndarray] = {}
         self.model_total: dict[str, float] = {m: 0.0 for m in models}
         self.model_used: dict[str, float] = {m: 0.0 for m in models}
+        dra_used = self.claim_cards.in_use() if self.claim_cards is not None else {}
         for i, node in enumerate(table.nodes):
             nc = self.catalog.nodes.get(node.name)
             if nc is None:
@@ -219,6 +244,8 @@ class CapacityCardPlugin(CardLedger, Plugin):
                     j = table.dim_index.get(r)
                     if j is not None:
                         self.model_used[slot.model] += float(table.used[i, j])
+                    elif r == DRA_CARD_RESOURCE:
+                        self.model_used[slot.model] += float(dra_used[slot.model][i]) * MILLI
                     elif r == VGPU_CARD_RESOURCE:
                         # vGPU devices have no column: the card equivalents of the pods on them.
                         self.model_used[slot.model] += sum(
@@ -334,7 +361,7 @@ class CapacityCardPlugin(CardLedger, Plugin):
             return res
         job = self.ssn.jobs.get(task.job)
         q = self.queues.get(job.queue) if job is not None else None
-        allowed = self._models_with_room(q, req) if q is not None and req.count > 0 else req.models
+        allowed = self._models_with_room(q, req, self._new_cards(q, task, req)) if q is not None and req.count > 0 else req.models
         key = (req.models, allowed)
         res = self._pred_cache.get(key)
         if res is None:
@@ -469,10 +496,10 @@ class CapacityCardPlugin(CardLedger, Plugin):
         req = self.card_request(reclaimer)
         if req.error:
             return False
-        held = self.task_card_usage(victim)
+        held = self.task_card_usage(victim).items()
         if req.count > 0:
-            return held.model in req.models
-        if held.model:
+            return any(model in req.models for model, _cards in held)
+        if held:
             return False
         return (reclaimer.resreq.milli_cpu > 0 and victim.resreq.milli_cpu > 0) or (
             reclaimer.resreq.memory > 0 and victim.resreq.memory > 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ from tidesched.model.quantity import format_amount
 from tidesched.model.resource import MIN_RESOURCE
 from tidesched.model.status import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
 from tidesched.model.vgpu import pod_card_scalars
+from tidesched.plugins.card_claims import ClaimCards, Held
 
 if TYPE_CHECKING:
     from tidesched.framework.session import Session
@@ -72,12 +74,24 @@ def not_open_message(queue: str, state: str) -> str:
 
 @dataclass(slots=True)
 class Usage:
-    """What one task counts against its queue: CPU, memory and one card model."""
+    """What one task counts against its queue: CPU, memory and one card model; for a pod whose
+    cards come through ResourceClaims, the cards each claim holds (``claims``: charged once per
+    queue however many of its pods use a claim; ``model`` and ``cards`` then sum them up)."""
 
     cpu: float = 0.0
     memory: float = 0.0
     model: str = ""
     cards: float = 0.0
+    claims: tuple[Held, ...] = ()
+
+    def items(self) -> list[tuple[str, float]]:
+        """(model, cards) of what the task holds."""
+        if self.claims:
+            out: dict[str, float] = {}
+            for h in self.claims:
+                out[h.model] = out.get(h.model, 0.0) + h.cards
+            return list(out.items())
+        return [(self.model, self.cards)] if self.model else []
 
 
 @dataclass(slots=True)
@@ -113,11 +127,23 @@ class QueueCards:
     el_cpu: float = 0.0
     el_memory: float = 0.0
     el_cards: dict[str, float] = field(default_factory=dict)
+    claim_refs: Counter[str] = field(default_factory=Counter)  # charged pods per DRA claim
 
     def add(self, u: Usage, sign: float = 1.0) -> None:
         self.alloc_cpu += sign * u.cpu
         self.alloc_memory += sign * u.memory
-        if u.model:
+        if u.claims:
+            # A claim's cards count once, while any pod of the queue that uses it is charged.
+            for key in dict.fromkeys(h.claim for h in u.claims):
+                before = self.claim_refs[key]
+                self.claim_refs[key] = before + int(sign)
+                if (sign > 0 and before == 0) or (sign < 0 and before == 1):
+                    for h in u.claims:
+                        if h.claim == key:
+                            self.alloc_cards[h.model] = self.alloc_cards.get(h.model, 0.0) + sign * h.cards
+                if self.claim_refs[key] <= 0:
+                    del self.claim_refs[key]
+        elif u.model:
             self.alloc_cards[u.model] = self.alloc_cards.get(u.model, 0.0) + sign * u.cards
 
     def share(self) -> float:
@@ -145,6 +171,7 @@ class CardLedger:
     card_unlimited_cpu_memory: bool
     over_commit_factor: float
     queues: dict[str, QueueCards]
+    claim_cards: ClaimCards | None  # the session's DRA devices and claims in card models
 
     def _event(self, kind: str, namespace: str, name: str, type_: str, reason: str, message: str) -> None:
         """Record an event once per session (the plugin's)."""
@@ -195,6 +222,8 @@ class CardLedger:
         req = self._requests.get(task.uid)
         if req is None:
             req = pod_card_request(task.pod.meta.annotations, pod_card_scalars(task.pod), self.catalog)
+            if task.pod.claims and self.claim_cards is not None:
+                req = self.claim_cards.merge(task, req)
             self._requests[task.uid] = req
             for msg in req.warnings:
                 self._event("Pod", task.namespace, task.name, "Warning", "UnknownCardModel", msg)
@@ -238,6 +267,11 @@ class CardLedger:
         if not self._exempt(req):
             u.cpu = task.resreq.milli_cpu
             u.memory = task.resreq.memory
+        held = self.claim_cards.held(task) if task.pod.claims and self.claim_cards is not None else ()
+        if held:
+            u.claims = held
+            u.model, u.cards = u.items()[0]
+            return u
         amount = self._card_amount(task, req)
         if amount > 0:
             u.model = self._placed_model(task, req)
@@ -312,9 +346,10 @@ class CardLedger:
                 req = self.card_request(t)
                 charged = self._charges.get(t.uid)
                 if charged is not None and charged[1].model:
-                    key: tuple[str, ...] = (charged[1].model,)
-                    jr.cards[key] = jr.cards.get(key, 0.0) + charged[1].cards
-                    jr.labels.setdefault(key, charged[1].model)
+                    for model, cards in charged[1].items():
+                        key: tuple[str, ...] = (model,)
+                        jr.cards[key] = jr.cards.get(key, 0.0) + cards
+                        jr.labels.setdefault(key, model)
                 elif req.error:
                     jr.errors.append((t.name, req.error))
                 elif req.count > 0:
@@ -384,11 +419,19 @@ class CardLedger:
         return job.phase == PodGroupPhase.RUNNING and job.ready_task_num() >= job.min_available
 
     def _job_cards(self, job: "JobInfo") -> dict[str, float]:
-        """Cards a job's charged tasks hold, by model."""
+        """Cards a job's charged tasks hold, by model (a claim its pods share, once)."""
         out: dict[str, float] = {}
+        claims: set[str] = set()
         for t in job.tasks.values():
             c = self._charges.get(t.uid)
-            if c is not None and c[1].model:
+            if c is None:
+                continue
+            if c[1].claims:
+                for h in c[1].claims:
+                    if h.claim not in claims:
+                        out[h.model] = out.get(h.model, 0.0) + h.cards
+                claims.update(h.claim for h in c[1].claims)
+            elif c[1].model:
                 out[c[1].model] = out.get(c[1].model, 0.0) + c[1].cards
         return out
 
@@ -498,19 +541,20 @@ class CardLedger:
                     return "InsufficientQuota", quota_message(
                         q.name, dim, self._fmt(dim, need), self._fmt(dim, alloc + need), self._fmt(dim, cap)
                     )
-        if req.count > 0 and not self._models_with_room(q, req):
+        count = self._new_cards(q, task, req)
+        if count > 0 and not self._models_with_room(q, req, count):
             candidates = [m for m in req.models if req.named or q.quota.get(m, 0.0) > 0]
             if not candidates:
                 dim = req.label
                 return "InsufficientQuota", quota_message(
-                    q.name, dim, format_count(req.count), format_count(req.count), "0"
+                    q.name, dim, format_count(count), format_count(count), "0"
                 )
             msgs = [
                 quota_message(
                     q.name,
                     m,
-                    format_count(req.count),
-                    format_count(q.alloc_cards.get(m, 0.0) + req.count),
+                    format_count(count),
+                    format_count(q.alloc_cards.get(m, 0.0) + count),
                     format_count(q.quota.get(m, 0.0)),
                 )
                 for m in candidates
@@ -518,11 +562,20 @@ class CardLedger:
             return "InsufficientQuota", "; ".join(msgs)
         return "", ""
 
-    def _models_with_room(self, q: QueueCards, req: PodCardRequest) -> tuple[str, ...]:
+    def _new_cards(self, q: QueueCards, task: "TaskInfo", req: PodCardRequest) -> float:
+        """The cards placing the task adds to its queue: its request, less the cards of claims
+        the queue is charged for already (a claim its other pods use)."""
+        if not task.pod.claims or self.claim_cards is None or not q.claim_refs:
+            return req.count
+        shared = sum(h.cards for h in self.claim_cards.held(task) if q.claim_refs[h.claim] > 0)
+        return max(0.0, req.count - shared)
+
+    def _models_with_room(self, q: QueueCards, req: PodCardRequest, count: float | None = None) -> tuple[str, ...]:
+        need = req.count if count is None else count
         return tuple(
             m
             for m in req.models
-            if not tol_exceeds(q.alloc_cards.get(m, 0.0) + req.count, q.quota.get(m, 0.0))
+            if not tol_exceeds(q.alloc_cards.get(m, 0.0) + need, q.quota.get(m, 0.0))
         )
 
     def task_card_usage(self, task: "TaskInfo") -> Usage:

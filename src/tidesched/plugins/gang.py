@@ -1,8 +1,12 @@
 """gang plugin (Volcano plugins/gang): all-or-nothing scheduling of a PodGroup.
 
-- JobValid: enough valid tasks in total (minMember) and per role (minTaskMember).
-- JobReady: ready tasks (+ pending best-effort) reach minMember and every role minimum.
+- JobValid: enough valid tasks in total (minMember) and per role (minTaskMember), and enough
+  sub-groups of each ``subGroupPolicy`` (minSubGroups; model.sub_jobs).
+- JobReady: ready tasks (+ pending best-effort) reach minMember and every role minimum, and
+  each policy has minSubGroups ready sub-groups.
 - JobPipelined: ready + pipelined tasks reach the minimums (Permit), else Reject.
+- SubJobReady / SubJobPipelined: a sub-group's ready (+ pipelined) pods reach its
+  subGroupSize; SubJobOrder: sub-groups not yet ready first.
 - JobStarving: ready + pipelined < minMember.
 - JobOrder: jobs that are not yet ready go first.
 - Preemptable / Reclaimable: take victims from a job only while it keeps more than
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, TaskInfo
+    from tidesched.model.sub_jobs import SubJobInfo
 
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 NOT_ENOUGH_PODS = "NotEnoughTasks"
@@ -133,6 +138,10 @@ class GangPlugin(Plugin):
                 return ValidateResult(
                     False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
                 )
+            if job.sub_jobs is not None and not job.sub_jobs.check_valid():
+                return ValidateResult(
+                    False, NOT_ENOUGH_PODS_OF_TASK, "Not enough valid subGroups of each task for gang-scheduling"
+                )
             vtn = job.valid_task_num()
             if vtn < job.min_available:
                 return ValidateResult(
@@ -165,21 +174,22 @@ class GangPlugin(Plugin):
         # gangpreempt/gangreclaim keep gangs whole by their bundles: gang allows every candidate.
         ssn.add_fn("unified_evictable", self.name, lambda _ctx, candidates: (candidates, PERMIT))
 
-        def job_order(l: "JobInfo", r: "JobInfo") -> int:
-            lr, rr = l.is_ready(), r.is_ready()
-            if lr == rr:
-                return 0
-            return 1 if lr else -1
-
-        ssn.add_fn("job_order", self.name, job_order)
+        ssn.add_fn("job_order", self.name, _ready_last)
         ssn.add_order_key(self.name, lambda job: job.is_ready())  # not ready (False) first
-        ssn.add_fn("job_ready", self.name, lambda job: job.check_task_ready() and job.is_ready())
+        ssn.add_fn("job_ready", self.name, lambda job: job.check_task_ready() and (
+            job.sub_jobs is None or job.sub_jobs.check_ready()) and job.is_ready())
 
         def pipelined(job: "JobInfo") -> int:
             occupied = job.waiting_task_num() + job.ready_task_num()
+            if job.sub_jobs is not None and not job.sub_jobs.check_pipelined():
+                return REJECT
             return PERMIT if job.check_task_pipelined() and occupied >= job.min_available else REJECT
 
         ssn.add_fn("job_pipelined", self.name, pipelined)
+        ssn.add_fn("sub_job_ready", self.name, lambda sub: sub.is_ready())
+        ssn.add_fn("sub_job_pipelined", self.name, lambda sub: PERMIT if sub.is_pipelined() else REJECT)
+
+        ssn.add_fn("sub_job_order", self.name, _ready_last)
         ssn.add_fn(
             "job_starving", self.name, lambda job: job.waiting_task_num() + job.ready_task_num() < job.min_available
         )
@@ -215,6 +225,14 @@ class GangPlugin(Plugin):
             if t.status == TaskStatus.PENDING:
                 job.fit_errors[t.uid] = msg
                 ssn.pod_condition_reasons[t.key] = GANG_TIMEOUT
+
+
+def _ready_last(l: "JobInfo | SubJobInfo", r: "JobInfo | SubJobInfo") -> int:
+    """JobOrder and SubJobOrder: what is not ready yet goes first."""
+    lr, rr = l.is_ready(), r.is_ready()
+    if lr == rr:
+        return 0
+    return 1 if lr else -1
 
 
 def _releasing_on_node(job: "JobInfo") -> int:

@@ -2,19 +2,22 @@
 
 It gives the session three things (as Volcano's plugin does):
 
-* **the HyperNode gradient** (``hypernode_gradient``): for a gang with a hard constraint of tier
-  T (a soft one counts as hard up to the cluster top), the HyperNodes of tier ≤ T under the
-  search root, grouped by tier, lowest first, that could hold it: whose idle or future-idle
-  resources (summed at session open) cover the gang's ``minResources`` (or, for the placement
-  within a HyperNode, its pending pods' requests); once the gang has a domain, every HyperNode
-  under its highest allowed ancestor qualifies. For eviction the groups go highest first and
-  at most ``hypernode.gradient.evict.max-hypernodes`` HyperNodes are returned.
-* **HyperNode scores** (``hypernode_order``): bin-packing of the gang's requests into the
-  HyperNode's resources (``hypernode.binpack.cpu``, ``.memory``, ``.resources`` and their
-  weights); where the best score ties, the share of the gang's pods already in it is added.
-* **node scores**: for a pod of a gang with a constraint, how low the common HyperNode of the
-  node's leaf and the gang's domain is; for any other pod (``hypernode.binpack.normal-pod.*``)
-  the bin-packing of its HyperNodes, tier by tier, weighted ``fading^(tier-1)``.
+* **the HyperNode gradient** (``hypernode_gradient``): for a gang (or one of its sub-groups)
+  with a hard constraint of tier T (a soft one counts as hard up to the cluster top, a soft
+  sub-group up to its gang's tier), the HyperNodes of tier ≤ T under the search root, grouped by
+  tier, lowest first, that could hold it: whose idle or future-idle resources (summed at
+  session open) cover the gang's ``minResources`` (a sub-group's: its pending pods' requests);
+  once the gang (sub-group) has a domain, every HyperNode under its highest allowed ancestor
+  qualifies. For eviction the groups go highest first and at most
+  ``hypernode.gradient.evict.max-hypernodes`` HyperNodes are returned.
+* **HyperNode scores** (``hypernode_order``, per sub-group: a gang without sub-groups is its own
+  one): bin-packing of the sub-group's requests into the HyperNode's resources
+  (``hypernode.binpack.cpu``, ``.memory``, ``.resources`` and their weights); where the best
+  score ties, the share of the sub-group's pods already in it is added.
+* **node scores**: for a pod of a sub-group with a constraint, how low the common HyperNode of
+  the node's leaf and the sub-group's domain is (ties: the share of the sub-group there); for
+  any other pod (``hypernode.binpack.normal-pod.*``) the bin-packing of its HyperNodes, tier by
+  tier, weighted ``fading^(tier-1)``.
 
 Scores are multiplied by 100 × ``weight``. The allocate action's use of all this is in
 ``actions/allocate_topology.py``.
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo, TaskInfo
+    from tidesched.model.sub_jobs import SubJobInfo
 
 WEIGHT = "weight"
 BINPACK_CPU = "hypernode.binpack.cpu"
@@ -115,22 +119,37 @@ class NetworkTopologyAwarePlugin(Plugin):
         # all, which changes no choice, so 0 stands in for it), or normal-pod bin-packing off.
         # Elsewhere the scores move with every placement in a HyperNode.
         flat = not topo.tree.has_hypernodes or not self.normal_enable
+        constrained = topo.constrained
+
+        def flat_key(task: "TaskInfo") -> tuple | None:
+            if not flat:
+                return None
+            if task.job in constrained:
+                job = ssn.jobs.get(task.job)
+                if job is None or topo.task_has_topology(task, job):
+                    return None
+            return ("nta-flat",)
+
         ssn.add_row_fn("node_order", self.name, RowFn(
-            lambda task: ("nta-flat",) if flat and task.job not in topo.mode else None,
+            flat_key,
             lambda task, rows: np.zeros(len(table) if rows is None else len(rows)),
         ))
 
     # -- the gradient ---------------------------------------------------------------------
 
-    def gradient(self, job: "JobInfo", hypernode: str, purpose: str, sub: bool = False) -> list[list[str]]:
+    def gradient(self, job: "JobInfo", hypernode: str, purpose: str, sub: "SubJobInfo | None" = None) -> list[list[str]]:
         topo = self.ssn.topology
-        highest = topo.hard_tier(job)
+        if sub is None:
+            highest = topo.hard_tier(job)
+            domain = topo.domain.get(job.uid, "")
+        else:
+            highest = topo.sub_tier(job, sub)
+            domain = topo.sub_domain.get(sub.uid, "")
         if highest is None:
             return [[hypernode]]
-        domain = (topo.sub_domain if sub else topo.domain).get(job.uid, "")
-        if sub:
+        if sub is not None:
             need = np.zeros(len(self.ssn.table.dims))
-            for t in job.tasks.values():
+            for t in sub.tasks.values():
                 if t.status == TaskStatus.PENDING and t.init_vec is not None:
                     need += t.init_vec
             need[self.ssn.table.pods_col] = 0
@@ -240,12 +259,12 @@ class NetworkTopologyAwarePlugin(Plugin):
         out[over] = 0.0
         return out
 
-    def hypernode_scores(self, job: "JobInfo", candidates: list[str], tie_bonus: bool = True) -> dict[str, float]:
+    def hypernode_scores(self, job: "JobInfo", sub: "SubJobInfo", candidates: list[str], tie_bonus: bool = True) -> dict[str, float]:
         topo = self.ssn.topology
-        request = self._requests.get(job.uid)
-        if request is None:  # every task of the gang, placed or not: fixed for the session
-            request = self._requests[job.uid] = {}
-            for t in job.tasks.values():
+        request = self._requests.get(sub.uid)
+        if request is None:  # every task of the sub-group, placed or not: fixed for the session
+            request = self._requests[sub.uid] = {}
+            for t in sub.tasks.values():
                 if t.req_vec is None:
                     continue
                 for name in t.resreq.resource_names():
@@ -258,15 +277,16 @@ class NetworkTopologyAwarePlugin(Plugin):
         tied = [c for c, s in scores.items() if s >= best]
         if tie_bonus and len(tied) > 1:
             for c in tied:
-                scores[c] += self._task_share(job, c)
+                scores[c] += self._task_share(sub, c)
         scale = float(MAX_NODE_SCORE * self.weight)
         return {c: s * scale for c, s in scores.items()}
 
-    def _task_share(self, job: "JobInfo", hypernode: str) -> float:
-        if not job.tasks:
+    def _task_share(self, sub: "SubJobInfo", hypernode: str) -> float:
+        """The share of the sub-group's pods on the HyperNode's nodes (Volcano scoreWithTaskNum)."""
+        if not sub.tasks:
             return 0.0
         nodes = self.ssn.topology.tree.infos[hypernode].nodes if hypernode in self.ssn.topology.tree.infos else frozenset()
-        return sum(1 for t in job.tasks.values() if t.node_name in nodes) / len(job.tasks)
+        return sum(1 for t in sub.tasks.values() if t.node_name in nodes) / len(sub.tasks)
 
     # -- node scores ----------------------------------------------------------------------
 
@@ -275,15 +295,17 @@ class NetworkTopologyAwarePlugin(Plugin):
         job = ssn.jobs.get(task.job)
         if job is None:
             return np.zeros(len(idx))
-        if ssn.topology.has_topology(job):
-            scores = self._network_scores(job, idx)
+        topo = ssn.topology
+        sub = topo.sub_of(job, task) if job.uid in topo.constrained else None
+        if sub is not None and topo.sub_has_topology(job, sub):
+            scores = self._network_scores(sub, idx)
         else:
             scores = self._normal_scores(task, idx)
         return scores * float(MAX_NODE_SCORE * self.weight)
 
-    def _network_scores(self, job: "JobInfo", idx: np.ndarray) -> np.ndarray:
+    def _network_scores(self, sub: "SubJobInfo", idx: np.ndarray) -> np.ndarray:
         topo = self.ssn.topology
-        domain = topo.current.get(job.uid, "")
+        domain = topo.current.get(sub.uid, "")
         scores = np.zeros(len(idx))
         if not domain:
             return scores
@@ -302,7 +324,7 @@ class NetworkTopologyAwarePlugin(Plugin):
         if len(at_best) > 1:
             for k in at_best.tolist():
                 leaf = topo.leaf_name(int(idx[k]))
-                scores[k] += self._task_share(job, leaf) if leaf else 0.0
+                scores[k] += self._task_share(sub, leaf) if leaf else 0.0
         return scores
 
     def _tier_score(self, tier: int) -> float:

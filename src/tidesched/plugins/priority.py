@@ -2,6 +2,7 @@
 
 - TaskOrder: higher task priority first.
 - JobOrder: higher job (PodGroup priority class) priority first.
+- SubJobOrder: the sub-group whose highest pod priority is higher first.
 - Preemptable: a victim of another job only if its job's priority is lower than the
   preemptor job's; within one job, only tasks of lower task priority.
 - UnifiedEvictable (gangpreempt, gangreclaim): for gangpreempt, victims of jobs of lower
@@ -32,6 +33,7 @@ class PriorityPlugin(Plugin):
         ssn.add_fn("task_order", self.name, lambda l, r: _desc(l.priority, r.priority))
         ssn.add_fn("job_order", self.name, lambda l, r: _desc(l.priority, r.priority))
         ssn.add_order_key(self.name, lambda job: -job.priority)
+        ssn.add_fn("sub_job_order", self.name, lambda l, r: _desc(l.priority, r.priority))
 
         def preemptable(preemptor: "TaskInfo", preemptees: list["TaskInfo"]) -> tuple[list["TaskInfo"], int]:
             pjob = ssn.jobs[preemptor.job]

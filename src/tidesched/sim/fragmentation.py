@@ -286,9 +286,10 @@ def gpu_figures(accounting: Accounting, workload: GpuWorkload) -> dict[str, floa
     }
 
 
-def fragmented_gpus(table: NodeTable, workload: GpuWorkload) -> float:
+def fragmented_gpus(table: NodeTable, workload: GpuWorkload) -> float | None:
     """FGD's fragmentation of the Ready nodes in ``table`` measured by the workload mix, in GPU
-    equivalents: one comparison of every distinct request against every node.
+    equivalents: one comparison of every distinct request against every node. None when no
+    node has GPUs it can judge (they are DRA devices, which the measure does not read).
 
     Cards counted per node (whole cards, MPS and MIG slices) are pools: a request that fits a
     node strands none of them. vGPU devices are judged one by one (the device view): on a node
@@ -305,6 +306,8 @@ def fragmented_gpus(table: NodeTable, workload: GpuWorkload) -> float:
         free_core, _free_mem = device_free(devices)
         dev_free = free_core / MILLI  # GPUs free per device
         dev_idle = dev_free.sum(axis=1)
+    if not nodes.per_milli.any() and dev_free is None:
+        return None
     idle_gpus = col_idle + dev_idle
     unallocated = float(idle_gpus.sum())
     mix = workload.requests()

@@ -18,17 +18,17 @@ Two views of card usage, on purpose:
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tidesched.model import cards as _cards_module  # card naming (issue 4); the invariants ask for it
 from tidesched.model.objects import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, Node, Pod
 from tidesched.model.quantity import QuantityError, milli_value, value
 from tidesched.model.vgpu import node_card_scalars, pod_card_scalars
+from tidesched.sim.dra_cards import DraCards
 from tidesched.sim.world import (
     World,
     annotations,
@@ -51,77 +51,17 @@ GIB = float(1 << 30)
 # Card models of a node
 
 
-_PRODUCT = re.compile(r"^(?P<domain>[^/]+)/(?P<type>[^/]+)\.product$")
-
-try:  # the one module that owns card naming (issue 4), when present
-    from tidesched.model import cards as _cards_module  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - depends on the capacity-card work
-    _cards_module = None
-
-
-def _fallback_node_cards(node: Node) -> dict[str, str]:
-    """resource name → card model, following CARD-1/DEC-10: whole cards named by
-    ``<domain>/<type>.product`` (types starting with ``mig-`` describe MIG slices), MIG slices
-    ``<product>/mig-<profile>-mixed``, MPS ``<product>/mps-<memGi>g*1/<replicas>``."""
-    labels = node.meta.labels
-    products: dict[str, tuple[str, str]] = {}  # domain -> (type, product)
-    for k, v in sorted(labels.items()):
-        m = _PRODUCT.match(k)
-        if m and v and not m.group("type").startswith("mig-") and m.group("domain") not in products:
-            products[m.group("domain")] = (m.group("type"), v)
-    out: dict[str, str] = {}
-    for res in sorted(node.allocatable.scalars):
-        domain, sep, rest = res.partition("/")
-        if not sep or domain not in products:
-            continue
-        typ, product = products[domain]
-        if rest.startswith("mig-"):
-            out[res] = f"{product}/mig-{rest[4:]}-mixed"
-        elif rest.endswith(".shared"):
-            try:
-                mem_gi = round(float(labels.get(f"{domain}/{typ}.memory", "")) / 1024.0)
-                replicas = int(labels.get(f"{domain}/{typ}.replicas", ""))
-            except ValueError:
-                continue
-            out[res] = f"{product}/mps-{mem_gi}g*1/{replicas}"
-        else:
-            out[res] = product
-    return out
-
-
 def node_card_models(node: Node) -> dict[str, str]:
     """resource name → card model for one node, named by :mod:`tidesched.model.cards` (the
-    same names the capacity-card plugin uses); a local CARD-1 reading when that module is
-    missing."""
-    mod = _cards_module
-    if mod is not None:
-        found = mod.discover_node_cards(node.name, node.meta.labels, node_card_scalars(node))
-        return {res: slot.model for slot in found.slots for res in slot.resources}
-    return _fallback_node_cards(node)
+    same names the capacity-card plugin uses)."""
+    found = _cards_module.discover_node_cards(node.name, node.meta.labels, node_card_scalars(node))
+    return {res: slot.model for slot in found.slots for res in slot.resources}
 
 
 def parse_card_quota(raw: str) -> dict[str, float]:
     """``volcano.sh/card.quota`` → {model: cards} (bad entries dropped, as the plugin does)."""
-    mod = _cards_module
-    if mod is not None:
-        milli, _problems = mod.parse_card_quota(raw)
-        return {m: v / 1000.0 for m, v in milli.items()}
-    try:
-        parsed = json.loads(raw)
-    except (json.JSONDecodeError, TypeError):
-        return {}
-    out: dict[str, float] = {}
-    if isinstance(parsed, Mapping):
-        for model, n in parsed.items():
-            if (
-                isinstance(n, (int, float))
-                and not isinstance(n, bool)
-                and n >= 0
-                and math.isfinite(n)
-                and n == int(n)
-            ):
-                out[str(model)] = float(n)
-    return out
+    milli, _problems = _cards_module.parse_card_quota(raw)
+    return {m: v / 1000.0 for m, v in milli.items()}
 
 
 def capacity_card_args(config: Any) -> Mapping[str, Any] | None:
@@ -205,6 +145,7 @@ class Accounting:
         # queue, and a long trace records tens of thousands of steps).
         self._card_entries: dict[str, tuple[float, float, dict[str, Any]]] = {}
         self._queue_entries: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        self.dra = DraCards(world)  # cards of DRA devices and of the claims that hold them
         world.listeners.append(self.on_change)
 
     def has_work(self) -> bool:
@@ -232,6 +173,13 @@ class Accounting:
                 self.waiting_podgroups.discard(key)
             for pk in sorted(self.world.pods_by_group.get(key, ())):
                 self._update_pod(pk)
+        elif kind in ("ResourceSlice", "ResourceClaim"):  # DRA cards of nodes, of pods' claims
+            nodes, pods = self.dra.changed(kind, key, old, new)
+            self._version += bool(nodes)
+            for name in nodes:
+                self._update_node(name)
+            for pk in pods:
+                self._update_pod(pk)
 
     def _update_node(self, name: str) -> None:
         for m, v in self.node_capacity.pop(name, {}).items():
@@ -248,6 +196,8 @@ class Accounting:
         scalars = node_card_scalars(node)
         for res, model in models.items():
             cap[model] = cap.get(model, 0.0) + scalars.get(res, 0.0)
+        for model, v in self.dra.node_cards(name).items():
+            cap[model] = cap.get(model, 0.0) + v
         self.node_capacity[name] = cap
         for m, v in cap.items():
             self.capacity[m] += v
@@ -277,6 +227,7 @@ class Accounting:
         if on_node:
             models = self.node_models.get(node, {})
             cards = tuple((models[r], v) for r, v in sorted(pod_card_scalars(rec).items()) if r in models and v)
+            cards += tuple(self.dra.pod_cards(rec))
         if not ours:
             return _Contribution("", False, False, (), cards)
         pending = not node and phase == "Pending" and not deleting

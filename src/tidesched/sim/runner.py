@@ -403,7 +403,9 @@ class Engine:
             return
         t = step["t"]
         if force or t - self._last_frag_t >= max(self.sc.schedule_period, t / FRAGMENTATION_SAMPLES):
-            figures["fragmented"] = round(fragmented_gpus(self.world.cache.node_table(), self.gpu_workload), 4)
+            fragmented = fragmented_gpus(self.world.cache.node_table(), self.gpu_workload)
+            if fragmented is not None:
+                figures["fragmented"] = round(fragmented, 4)
             self._last_frag_t = t
         step["gpus"] = figures
 

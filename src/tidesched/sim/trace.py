@@ -16,7 +16,9 @@ Nodes
     One Node per row. A GPU node gets the labels the capacity-card plugin discovers cards from
     (CARD-1): ``nvidia.com/gpu.product`` (the card name), ``nvidia.com/gpu.count``,
     ``nvidia.com/gpu.memory`` (MiB), and its GPUs: vGPU devices (``gpu_sharing="vgpu"``, the
-    default, :mod:`tidesched.sim.trace_vgpu`) or allocatable ``nvidia.com/gpu``. The trace's model codes
+    default, :mod:`tidesched.sim.trace_vgpu`), DRA devices (``gpu_sharing="dra"``,
+    :mod:`tidesched.sim.trace_dra`: no card labels, a ResourceSlice per node) or allocatable
+    ``nvidia.com/gpu``. The trace's model codes
     (P100, T4, V100M16, V100M32, A10, G1, G2, G3) become card names through ``DEFAULT_MODEL_MAP``;
     ``model_map`` (a dict or a YAML file) overrides entries, each either a card name or
     ``{name: ..., memory_mib: ...}``. The trace keeps its own label
@@ -66,7 +68,7 @@ Queues
     cluster's totals (default 1: the quota never binds and only the cluster's size limits the
     trace).
 
-Why one module of about 700 lines: it reads one file format end to end (the CSV columns, node
+Why one module of about 770 lines: it reads one file format end to end (the CSV columns, node
 and pod shapes, the Deployments and Jobs they become, the timed events); splitting it would
 spread one format's rules over several files.
 """
@@ -84,7 +86,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from tidesched.sim import trace_vgpu
+from tidesched.sim import trace_dra, trace_vgpu
 
 if TYPE_CHECKING:  # the scenario module is imported lazily: parsing the trace does not need it
     from tidesched.sim.events import Scenario, TimedEvent
@@ -405,10 +407,12 @@ def _choose_shared_nodes(nodes: list[TraceNode], fraction: float, seed: int) -> 
 
 
 def _node_manifest(n: TraceNode, card: CardModel | None, shared: bool, replicas: int,
-                   vgpu_split: int = 0) -> dict[str, Any]:
+                   vgpu_split: int = 0, dra: bool = False) -> dict[str, Any]:
     labels = {"kubernetes.io/hostname": n.name, "kubernetes.io/os": "linux"}
     alloc = {"cpu": f"{n.cpu_milli}m", "memory": f"{n.memory_mib}Mi", "pods": str(NODE_MAX_PODS)}
-    if card is not None and n.gpus > 0:
+    if dra and card is not None and n.gpus > 0:  # its GPUs are in a ResourceSlice (sim.trace_dra)
+        labels[TRACE_MODEL_LABEL] = n.model
+    elif card is not None and n.gpus > 0:
         labels.update({
             TRACE_MODEL_LABEL: n.model, PRODUCT_LABEL: card.name, COUNT_LABEL: str(n.gpus),
             MEMORY_LABEL: str(card.memory_mib),
@@ -449,11 +453,12 @@ def _queue_manifest(name: str, priority: int, reclaimable: bool, cards: Mapping[
 class _PodShape:
     resources: dict[str, str]
     card_name: str | None  # "A|B" or None for CPU-only pods
-    cards: int  # count of card_name's resource (vGPU: card equivalents rounded up)
+    cards: int  # count of card_name's resource (vGPU, DRA: card equivalents rounded up)
+    claim_template: str = ""  # DRA: the ResourceClaimTemplate of its GPUs
 
 
 def _pod_shape(p: TracePod, table: Mapping[str, CardModel], cluster_models: list[str], replicas: int,
-               where: str, vgpu: bool = False) -> _PodShape:
+               where: str, vgpu: bool = False, dra: bool = False) -> _PodShape:
     res = {"cpu": f"{p.cpu_milli}m", "memory": f"{p.memory_mib}Mi"}
     if p.num_gpu <= 0:
         return _PodShape(res, None, 0)
@@ -462,6 +467,10 @@ def _pod_shape(p: TracePod, table: Mapping[str, CardModel], cluster_models: list
     if unknown:
         raise TraceError(f"{where}: gpu_spec names model code(s) {', '.join(unknown)} "
                          "missing from the model map")
+    if dra:  # DRA devices (sim.trace_dra)
+        names = [table[c].name for c in codes]
+        return _PodShape(res, "|".join(dict.fromkeys(names)), math.ceil(trace_dra.card_equivalents(p)),
+                         trace_dra.template_name(p))
     if vgpu:  # per-device GPUs (sim.trace_vgpu)
         res.update(trace_vgpu.pod_resources(p))
         names = [table[c].name for c in codes]
@@ -483,12 +492,17 @@ def _pod_template(
     annotations = {SERVICE_TYPE: service, QUEUE_NAME: queue}
     if shape.card_name:
         annotations[CARD_NAME] = shape.card_name
+    claims: dict[str, Any] = {}
+    if shape.claim_template:
+        claims = trace_dra.pod_claims(shape.claim_template)
     template: dict[str, Any] = {
         "metadata": {"labels": {"app": p.name, "openb/qos": p.qos}, "annotations": annotations},
         "spec": {"schedulerName": "volcano", "restartPolicy": "Never" if service == "training" else "Always",
+                 **claims,
                  "containers": [{"name": "main", "image": "openb",
                                  "resources": {"requests": dict(shape.resources),
-                                               "limits": dict(shape.resources)}}]},
+                                               "limits": dict(shape.resources),
+                                               **({"claims": [{"name": "gpu"}]} if claims else {})}}]},
     }
     if run_time is not None:
         template["metadata"]["annotations"][DURATION_ANNOTATION] = _fmt_seconds(run_time)
@@ -560,9 +574,10 @@ def build(
     vgpu_split: int = trace_vgpu.DEFAULT_SPLIT,
 ) -> tuple[list[dict[str, Any]], list[TraceEvent], TraceSummary]:
     """Turn parsed trace rows into the starting objects and the loader's timed events."""
-    if gpu_sharing not in trace_vgpu.SHARING_MODES:
-        raise TraceError(f"gpu_sharing must be one of {', '.join(trace_vgpu.SHARING_MODES)}, got {gpu_sharing!r}")
-    vgpu = gpu_sharing == trace_vgpu.VGPU
+    modes = (*trace_vgpu.SHARING_MODES, trace_dra.DRA)
+    if gpu_sharing not in modes:
+        raise TraceError(f"gpu_sharing must be one of {', '.join(modes)}, got {gpu_sharing!r}")
+    vgpu, dra = gpu_sharing == trace_vgpu.VGPU, gpu_sharing == trace_dra.DRA
     if vgpu and vgpu_split < 1:
         raise TraceError(f"vgpu_split must be at least 1, got {vgpu_split!r}")
     if not time_compression or time_compression <= 0 or not math.isfinite(time_compression):
@@ -600,22 +615,29 @@ def build(
         seen_nodes.add(n.name)
         card = table.get(n.model) if n.gpus > 0 and n.model else None
         shared = n.name in shared_nodes
-        objects.append(_node_manifest(n, card, shared, mps_replicas, vgpu_split if vgpu else 0))
+        objects.append(_node_manifest(n, card, shared, mps_replicas, vgpu_split if vgpu else 0, dra))
+        if dra and card is not None:
+            objects.append(trace_dra.node_slice(n, card, shared))
         cpu_total += n.cpu_milli
         mem_total += n.memory_mib
         summary.nodes += 1
         if card is not None:
             summary.gpu_nodes += 1
             summary.gpus += n.gpus
-            key = mps_card_name(card, mps_replicas) if shared else card.name
-            cards[key] = cards.get(key, 0) + n.gpus * (mps_replicas if shared else 1)
-            if shared:
+            key = mps_card_name(card, mps_replicas) if shared and not dra else card.name
+            cards[key] = cards.get(key, 0) + n.gpus * (mps_replicas if shared and not dra else 1)
+            if dra:
+                pass  # devices, not resources: the queues' capability names none
+            elif shared:
                 shared_total += n.gpus * mps_replicas
             else:
                 whole_total += n.gpus
             summary.shared_nodes += shared
     summary.cards = dict(sorted(cards.items()))
     summary.shared_fraction = 0.0 if vgpu else fraction
+    if dra:
+        objects.append(trace_dra.device_class())
+        objects.extend(trace_dra.templates(pods, table, NAMESPACE))
     totals = {"cpu_milli": cpu_total, "memory_mib": mem_total, GPU_RESOURCE: whole_total,
               SHARED_RESOURCE: shared_total}
     if vgpu:
@@ -634,7 +656,7 @@ def build(
             raise TraceError(f"{where}: listed twice")
         seen_pods.add(p.name)
         service = qos.get(p.qos, "training")
-        shape = _pod_shape(p, table, cluster_models, mps_replicas, where, vgpu)
+        shape = _pod_shape(p, table, cluster_models, mps_replicas, where, vgpu, dra)
         arrive = 0.0 if fill else (p.creation - t0) / time_compression
         run = p.run_time
         run = None if run is None else run / time_compression

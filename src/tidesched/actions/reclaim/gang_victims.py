@@ -4,7 +4,11 @@ Volcano evicts victims one task at a time, so reclaiming from ten gangs can take
 each and kill all ten (its issues #4607, #5994). Here a victim job is treated as a unit:
 
 * A job's **surplus** pods — those above ``max(minAvailable, 1)`` among its occupied pods —
-  can be evicted one by one without breaking it.
+  can be evicted one by one without breaking it. For a job with sub-groups (``subGroupPolicy``
+  with ``minSubGroups``) a pod is surplus only if its sub-group is broken already (a pod of it
+  is gone) or its policy has a ready sub-group to spare: the first pod taken from a ready
+  sub-group breaks it, later pods of that sub-group cost nothing more — so surplus pods are
+  taken from as few sub-groups as the policies allow, never below minSubGroups.
 * Taking more than the surplus **breaks** the job: then every occupied pod of it is evicted,
   on every node, and all the resources it frees count (on the reclaimer's node now, on the
   other nodes for the reclaimer's next tasks). A job can be broken only when every one of
@@ -21,7 +25,8 @@ is never broken while lower-priority ones would do.
 
 Each node also says whether a **gang is at stake** there (``RowPlan.at_stake``): whether
 evicting some of its victims one by one, as Volcano does, could leave a job of several pods
-running below ``max(minAvailable, 1)``; ``gang_reclaim`` follows Volcano where no node does.
+running below ``max(minAvailable, 1)``, or a policy of its sub-groups with fewer ready
+sub-groups than ``minSubGroups``; ``gang_reclaim`` follows Volcano where no node does.
 
 Plans are kept between the tasks of one reclaim action (``PlanCache``): tasks alike (same
 queue, request, annotations and labels) share them, and only the nodes that changed since —
@@ -125,6 +130,33 @@ class GangVictims:
     def surplus_count(self, job: "JobInfo") -> int:
         return max(0, len(self.occupied(job)) - max(job.min_available, 1))
 
+    def surplus_of(self, job: "JobInfo", tasks: list["TaskInfo"]) -> list["TaskInfo"]:
+        """Of ``tasks`` (the job's victims on a node, in eviction order), those that can go one
+        after another without breaking the gang (see the module doc)."""
+        n = self.surplus_count(job)
+        subs = job.sub_jobs
+        if n <= 0 or subs is None or not any(subs.min_groups.values()):
+            return tasks[:n]
+        broken = {s.uid for s in subs.by_uid.values() if not s.is_ready()}
+        spare = {gid: -m for gid, m in subs.min_groups.items()}
+        for sub in subs.by_uid.values():
+            if sub.is_ready():
+                spare[sub.gid] = spare.get(sub.gid, 0) + 1
+        out: list["TaskInfo"] = []
+        for t in tasks:
+            if len(out) >= n:
+                break
+            sub = subs.of(t)
+            if sub is None:
+                continue
+            if sub.uid not in broken:
+                if subs.min_groups.get(sub.gid, 0) and spare.get(sub.gid, 0) <= 0:
+                    continue  # it would take its policy below minSubGroups
+                broken.add(sub.uid)
+                spare[sub.gid] = spare.get(sub.gid, 0) - 1
+            out.append(t)
+        return out
+
     def breakable(self, job: "JobInfo") -> bool:
         ok = self._breakable.get(job.uid)
         if ok is None:
@@ -152,6 +184,23 @@ class GangVictims:
             job = self.ssn.jobs[uid]
             occupied = len(self.occupied(job))
             if occupied > 1 and max(occupied - count, 1) < max(job.min_available, 1):
+                return True
+            if job.sub_jobs is not None and self._sub_groups_at_stake(job, [v for v in victims if v.job == uid]):
+                return True
+        return False
+
+    @staticmethod
+    def _sub_groups_at_stake(job: "JobInfo", victims: list["TaskInfo"]) -> bool:
+        """Whether evicting ``victims`` could take a policy that has its minSubGroups ready
+        below it."""
+        subs = job.sub_jobs
+        assert subs is not None
+        hit = {s.uid for v in victims if (s := subs.of(v)) is not None}
+        for gid, m in subs.min_groups.items():
+            if not m:
+                continue
+            ready = [s.uid for s in subs.by_uid.values() if s.gid == gid and s.is_ready()]
+            if len(ready) >= m and len([u for u in ready if u not in hit]) < m:
                 return True
         return False
 
@@ -202,7 +251,7 @@ class GangVictims:
         surplus: list["TaskInfo"] = []
         for uid, tasks in by_job.items():
             job = ssn.jobs[uid]
-            surplus.extend(tasks[: self.surplus_count(job)])
+            surplus.extend(self.surplus_of(job, tasks))
         order = {v.uid: i for i, v in enumerate(victims)}
         surplus.sort(key=lambda t: order[t.uid])
 

@@ -161,6 +161,12 @@ function drawEvictions(s) {
   document.getElementById("eviction-count").textContent = s.evictions.length ? String(s.evictions.length) : "";
 }
 
+// A gang's sub-groups and where each is held, after its own HyperNode.
+function subGroups(g) {
+  const subs = g.sub_groups || [];
+  return subs.length ? "; " + subs.map((x) => `${x.name}: ${x.domain || "waiting"}`).join(", ") : "";
+}
+
 // HyperNodes as an indented tree with the main resource free of total and the gangs each holds.
 function drawTopology(s) {
   const t = s.topology || { hypernodes: [] };
@@ -172,7 +178,7 @@ function drawTopology(s) {
     el("td", { text: "\u00a0\u00a0".repeat(h.depth) + h.name }), el("td", { text: String(h.tier) }), el("td", { text: String(h.nodes) }),
     el("td", { text: `${h.free} / ${h.total}` }), el("td", { text: h.gangs.join(", ") || "–" }))));
   const rows = t.gangs.map((g) => el("tr", { "data-gang": g.gang }, el("td", { text: g.gang }), el("td", { text: g.constraint }),
-    el("td", { text: g.domain ? `${g.domain} (tier ${g.tier})` : "–" }), el("td", { text: g.waiting || "–" })));
+    el("td", { text: (g.domain ? `${g.domain} (tier ${g.tier})` : "–") + subGroups(g) }), el("td", { text: g.waiting || "–" })));
   if (!rows.length) rows.push(el("tr", {}, el("td", { class: "empty", colspan: "4", text: "no gang with a network topology" })));
   document.querySelector("#gangs tbody").replaceChildren(...rows);
 }

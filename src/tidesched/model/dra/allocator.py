@@ -16,6 +16,7 @@ counters consumed.
 
 from __future__ import annotations
 
+import functools
 import math
 import uuid
 from collections.abc import Mapping, Sequence
@@ -80,7 +81,7 @@ class Chosen:
     index: int
     request: str
     admin: bool
-    share_id: str
+    shared: bool  # a share of a device that allows multiple allocations (gets a shareID)
     consumed: Mapping[str, Decimal] | None  # for shareable devices
     tolerations: tuple[Mapping[str, Any], ...]
 
@@ -96,8 +97,15 @@ class ClaimAllocation:
 # -- consumable capacity (structured/internal/incubating/consumable_capacity.go) ------------
 
 
-def _q(raw: Any) -> Decimal:
+@functools.lru_cache(maxsize=1024)
+def _parsed(raw: str | int | float) -> Decimal:
     return parse_quantity(raw)
+
+
+def _q(raw: Any) -> Decimal:
+    """A request policy's quantity (the same few texts, parsed once: the search reads them for
+    every device it tries)."""
+    return _parsed(raw) if isinstance(raw, (str, int, float)) else parse_quantity(raw)
 
 
 def _consumed_value(requested: Decimal | None, cap: Capacity) -> Decimal:
@@ -280,7 +288,7 @@ class _Search:
         for ci, con in enumerate(self.specs[slot.claim].constraints):
             if con.requests and slot.base not in con.requests and slot.sub.name not in con.requests:
                 continue
-            value = _attribute(device.attributes, entry.driver, con.attribute)
+            value = lookup_attribute(device.attributes, entry.driver, con.attribute)
             held = self.constraint_state[slot.claim][ci]
             if value is None or (con.distinct and value in held) or (not con.distinct and held and held[0] != value):
                 for cj in added:
@@ -292,13 +300,12 @@ class _Search:
             added.append(ci)
         if not multi:
             self.allocating.setdefault(i, set()).add(slot.claim)
-        share_id = ""
-        if multi and consumed is not None:
+        shared = multi and consumed is not None
+        if shared:
             acc = self.allocating_cap.setdefault(i, {})
             for k, v in consumed.items():
                 acc[k] = acc.get(k, Decimal(0)) + v
-            share_id = str(uuid.uuid4())
-        self.chosen[slot.claim].append(Chosen(i, sub.name, admin, share_id, consumed if multi else None, sub.tolerations))
+        self.chosen[slot.claim].append(Chosen(i, sub.name, admin, shared, consumed if multi else None, sub.tolerations))
 
         def undo() -> None:
             self.chosen[slot.claim].pop()
@@ -337,7 +344,7 @@ class _Search:
         return True
 
 
-def _attribute(attributes: Mapping[str, Any], driver: str, name: str) -> Any:
+def lookup_attribute(attributes: Mapping[str, Any], driver: str, name: str) -> Any:
     """A constraint's attribute of a device: the fully qualified name, or the bare name when
     its domain is the device's driver (lookupAttribute)."""
     if name in attributes:
@@ -353,12 +360,16 @@ def _attribute(attributes: Mapping[str, Any], driver: str, name: str) -> Any:
 
 
 def allocate(index: DeviceIndex, use: Use, specs: Sequence[ClaimSpec], classes: Mapping[str, Any],
-             row: int, node_name: str, budget: int = SEARCH_BUDGET) -> list[ClaimAllocation] | None | str:
-    """The allocations of ``specs`` on node ``row``, kube-scheduler's first solution; None when
-    there is none; a message when the search ran out of budget."""
+             row: int, node_name: str, budget: int = SEARCH_BUDGET,
+             build: bool = True) -> list[ClaimAllocation] | None | str | bool:
+    """The allocations of ``specs`` on node ``row``, kube-scheduler's first solution (True
+    instead, without ``build``: only whether there is one); None when there is none; a message
+    when the search ran out of budget."""
     search = _Search(index, use, specs, row, budget)
     if not search.run():
         return "timed out trying to allocate devices" if search.timed_out else None
+    if not build:
+        return True
     return [_result(index, spec, chosen, classes, node_name) for spec, chosen in zip(specs, search.chosen)]
 
 
@@ -372,8 +383,8 @@ def _result(index: DeviceIndex, spec: ClaimSpec, chosen: list[Chosen], classes: 
             r["adminAccess"] = True
         if ch.tolerations:
             r["tolerations"] = [dict(t) for t in ch.tolerations]
-        if ch.share_id:
-            r["shareID"] = ch.share_id
+        if ch.shared:  # drawn when the result is written, not for every device a search tries
+            r["shareID"] = str(uuid.uuid4())
         if ch.consumed:
             r["consumedCapacity"] = {k: _quantity_text(v) for k, v in ch.consumed.items()}
         results.append(r)

@@ -150,6 +150,8 @@ class DeviceIndex:
         self.unusable = np.array([bool(e.device.binding_conditions) for e in entries], dtype=bool)
         self._data: list[dict[str, Any] | None] = [None] * n
         self._matching: dict[object, tuple[np.ndarray, str]] = {}
+        # What readers work out from the devices once per index (capacity-card's card models).
+        self.derived: dict[object, Any] = {}
         # Rows an incomplete or invalid pool reaches: allocationMode All fails there, as
         # kube-scheduler will not allocate "all" devices without seeing all of them.
         self.bad_rows = np.zeros(self.n_nodes, dtype=bool)

@@ -19,8 +19,17 @@ dynamicresources plugin does in PreFilter and Filter:
   capacity, counters) runs the exhaustive search (:mod:`.allocator`) on the nodes that pass
   the counts.
 
-Every failure is unresolvable: evicting pods cannot allocate a claim (kube-scheduler returns
-UnschedulableAndUnresolvable from this plugin, so nothing is preempted for it).
+Every failure is unresolvable — evicting pods cannot allocate a claim (kube-scheduler returns
+UnschedulableAndUnresolvable from this plugin, so nothing is preempted for it) — unless a plugin
+makes claimed devices evictable (``evictable``: capacity-card, whose tidal reclaim treats claimed
+cards like counted ones): then "such devices exist on the node but are taken" is resolvable.
+
+**Now and later.** Like a node's idle and future-idle resources, the ledger answers for now and
+for once the pods being released are gone: a claim allocated in the cluster whose pods (its
+``reservedFor``) are all releasing — deleted, or evicted in this session — frees its devices
+*later* (kube-controller-manager deallocates it once they are gone). A pod may be pipelined
+onto such devices (``Check.passed``), allocated only onto devices free now (``Check.now``). A
+pipelined placement takes released devices only in the later view.
 """
 
 from __future__ import annotations
@@ -46,19 +55,23 @@ _PLACING = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
 
 @dataclass
 class SessionClaim:
-    """A claim allocated in this session: its allocation, node row and the tasks using it."""
+    """A claim allocated in this session: its allocation, node row and the tasks using it;
+    ``later``: the devices it took that are free only once releasing pods are gone."""
 
     allocation: ClaimAllocation
     row: int
     holders: set[str] = field(default_factory=set)
+    later: frozenset[int] = frozenset()
 
 
 @dataclass
 class Check:
-    """Where a pod's claims can go: a mask over the nodes, and the reasons of the others."""
+    """Where a pod's claims can go — now or once releasing pods are gone (``passed``), now
+    (``now``) — and the reasons of the other nodes: (reason, nodes, unresolvable)."""
 
     passed: np.ndarray
-    failures: list[tuple[str, np.ndarray]]
+    now: np.ndarray
+    failures: list[tuple[str, np.ndarray, bool]]
 
 
 @dataclass(frozen=True)
@@ -82,24 +95,99 @@ class ClaimLedger:
         self.session: dict[str, SessionClaim] = {}
         self.task_claims: dict[str, list[str]] = {}
         self._selector_rows: dict[int, np.ndarray] = {}
-        # Allocations found per (task, row), valid while nothing was taken or released since.
-        self._found: dict[tuple[str, int], list[ClaimAllocation] | None | str] = {}
-        self._found_version = 0
+        # Allocations found per (task, row, later), valid while nothing was taken or released since.
+        self._found: dict[tuple[str, int, bool], list[ClaimAllocation] | None | str] = {}
+        self._found_version: tuple[int, int] = (0, 0)
+        self._checked: dict[str, tuple[tuple[int, int], Check]] = {}
         self.version = 0
+        # Tasks that held their place at session open and are releasing or off their node now.
+        self.away: set[str] = set()
+        self.away_version = 0
+        self._later: tuple[tuple[int, int], Use] | None = None
+        self._holders: dict[str, list[str]] | None = None
+        # Set by a plugin that evicts for claimed devices (capacity-card): "taken" is resolvable.
+        self.evictable = False
 
     @classmethod
     def open(cls, objects: DraObjects, table: Any) -> "ClaimLedger":
         names = table.names
-        labels = [n.meta.labels for n in table.nodes]
+        labels = table.memo(("dra-node-labels",), lambda: [n.meta.labels for n in table.nodes])
         index = objects.index(names, labels, table.shared)
-        return cls(objects, index, objects.use(index), names, labels)
+        ledger = cls(objects, index, objects.use(index), names, labels)
+        if objects.claims:  # pods being deleted release their claims' devices later
+            for i in np.flatnonzero(table.releasing[:, table.pods_col]).tolist():
+                for t in table.tasks[i].values():
+                    if t.status == TaskStatus.RELEASING and t.pod.claims:
+                        ledger._set_away(t.uid, True)
+        return ledger
 
     def copy(self) -> "ClaimLedger":
         new = ClaimLedger(self.objects, self.index, self.use.copy(), self.names, self.labels)
-        new.session = {k: SessionClaim(v.allocation, v.row, set(v.holders)) for k, v in self.session.items()}
+        new.session = {k: SessionClaim(v.allocation, v.row, set(v.holders), v.later) for k, v in self.session.items()}
         new.task_claims = {k: list(v) for k, v in self.task_claims.items()}
         new._selector_rows = self._selector_rows
+        new.away = set(self.away)
+        new.evictable = self.evictable
+        new._holders = self._holders
         return new
+
+    # -- later: devices of claims whose pods are all releasing -----------------------------------
+
+    def _holder_map(self) -> dict[str, list[str]]:
+        """The cluster-allocated claims each pod holds (is in ``reservedFor`` of), by pod uid."""
+        if self._holders is None:
+            holders: dict[str, list[str]] = {}
+            for key, claim in self.objects.claims.items():
+                if claim.allocation is not None:
+                    for resource, _name, uid in claim.reserved_for:
+                        if resource == "pods":
+                            holders.setdefault(uid, []).append(key)
+            self._holders = holders
+        return self._holders
+
+    def _set_away(self, uid: str, away: bool) -> None:
+        """Note that a pod that holds claims in the cluster is (not) leaving its place."""
+        if away == (uid in self.away) or (away and uid not in self._holder_map()):
+            return
+        if away:
+            self.away.add(uid)
+        else:
+            self.away.discard(uid)
+        self.away_version += 1
+
+    def _released(self) -> list[tuple[int, Any]]:
+        """Devices (and shares) of cluster-allocated claims every pod of which is away."""
+        holders = self._holder_map()
+        out = []
+        seen: set[str] = set()
+        for uid in sorted(self.away):
+            for key in holders.get(uid, ()):
+                claim = self.objects.claims[key]
+                if key in seen or claim.allocation is None:
+                    continue
+                seen.add(key)
+                if all(r[2] in self.away for r in claim.reserved_for if r[0] == "pods"):
+                    for d in claim.allocation.devices:
+                        i = self.index.ids.get(d.id)
+                        if i is not None and not d.admin_access:
+                            out.append((i, d.consumed if d.share_id else None))
+        return out
+
+    def later_use(self) -> Use:
+        """What is taken once the releasing pods are gone (``use`` itself when none is)."""
+        if not self.away:
+            return self.use
+        key = (self.version, self.away_version)
+        if self._later is None or self._later[0] != key:
+            later = self.use.copy()
+            for i, consumed in self._released():
+                later.take(self.index, i, consumed, -1)
+            for held in self.session.values():
+                for ch in held.allocation.devices:
+                    if ch.index in held.later:
+                        later.take(self.index, ch.index, ch.consumed)
+            self._later = (key, later)
+        return self._later[1]
 
     # -- reading a pod's claims ---------------------------------------------------------------
 
@@ -128,7 +216,7 @@ class ClaimLedger:
                 [selector.matches(n, lb) for n, lb in zip(self.names, self.labels)], dtype=bool)
         return hit
 
-    def _to_allocate(self, task: "TaskInfo") -> tuple[list[tuple[str, ResourceClaim]], np.ndarray, list[tuple[str, np.ndarray]]]:
+    def to_allocate(self, task: "TaskInfo") -> tuple[list[tuple[str, ResourceClaim]], np.ndarray, list[tuple[str, np.ndarray]]]:
         """Claims the pod must allocate, the nodes its allocated claims allow, and failures."""
         n = len(self.names)
         claims, why = self._claims(task)
@@ -175,48 +263,83 @@ class ClaimLedger:
     # -- the check ------------------------------------------------------------------------------
 
     def check(self, task: "TaskInfo") -> Check:
-        pending, allowed, failures = self._to_allocate(task)
+        key = (self.version, self.away_version)
+        hit = self._checked.get(task.uid)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        pending, allowed, failures = self.to_allocate(task)
         if not pending:
-            return Check(allowed, failures)
+            out = Check(allowed, allowed, [(r, m, True) for r, m in failures])
+        else:
+            later = self.later_use()
+            passed, more = self._check_with(task, pending, allowed, later, later is not self.use)
+            now = passed if later is self.use else self._check_with(task, pending, allowed, self.use, False)[0]
+            out = Check(passed, now, [(r, m, True) for r, m in failures] + more)
+        self._checked[task.uid] = (key, out)
+        return out
+
+    def fits_without(self, task: "TaskInfo", row: int, uids: Iterable[str]) -> bool:
+        """Could the pod's claims be allocated on ``row`` once these pods (and those releasing
+        already) are gone? (The reclaim and preempt actions' question about their victims.)"""
+        added = [u for u in uids if u not in self.away]
+        for u in added:
+            self._set_away(u, True)
+        try:
+            pending, allowed, _failures = self.to_allocate(task)
+            if not pending or not allowed[row]:
+                return bool(allowed[row])
+            only = np.zeros(len(self.names), dtype=bool)
+            only[row] = True
+            later = self.later_use()
+            return bool(self._check_with(task, pending, only, later, later is not self.use)[0][row])
+        finally:
+            for u in added:
+                self._set_away(u, False)
+
+    def _check_with(self, task: "TaskInfo", pending: list[tuple[str, ResourceClaim]], allowed: np.ndarray,
+                    use: Use, later: bool) -> tuple[np.ndarray, list[tuple[str, np.ndarray, bool]]]:
+        """Where the pending claims can be allocated among ``allowed`` with ``use`` taken."""
+        failures: list[tuple[str, np.ndarray, bool]] = []
+        taken_ok = not self.evictable  # "taken" failures are unresolvable unless evictions may free them
         specs = [c.spec for _k, c in pending]
         simple = self._simple(specs)
         if simple is not None:
             sub, match = simple
-            free = self.index.per_node(match & ~self.use.in_use)
+            free = self.index.per_node(match & ~use.in_use)
             enough = free >= sub.count
             exist = self.index.per_node(match)
             what = f"claim {pending[0][0]} request {sub.name} ({_wanted(sub)})"
             few = exist < sub.count  # too few on the node at all, before any is taken
-            for text, mask in (
-                ("no such device on the node", exist == 0),
-                (f"only {'one' if sub.count == 2 else 'some'} such device on the node", (exist > 0) & few),
-                ("every such device is taken", ~few & (free == 0)),
-                (f"fewer than {sub.count} such devices free", ~few & (free > 0)),
+            for text, mask, unresolvable in (
+                ("no such device on the node", exist == 0, True),
+                (f"only {'one' if sub.count == 2 else 'some'} such device on the node", (exist > 0) & few, True),
+                ("every such device is taken", ~few & (free == 0), taken_ok),
+                (f"fewer than {sub.count} such devices free", ~few & (free > 0), taken_ok),
             ):
                 nodes = allowed & ~enough & mask
                 if nodes.any():
-                    failures.append((f"cannot allocate all claims: {what}: {text}", nodes))
-            return Check(allowed & enough, failures)
+                    failures.append((f"cannot allocate all claims: {what}: {text}", nodes, unresolvable))
+            return allowed & enough, failures
         passed = allowed.copy()
-        for why, short in self._necessary(pending):
+        for why, short, unresolvable in self._necessary(pending, use):
             lost = passed & short
             if lost.any():
-                failures.append((f"cannot allocate all claims: {why}", lost))
+                failures.append((f"cannot allocate all claims: {why}", lost, unresolvable or taken_ok))
             passed &= ~short
         what = ", ".join(k for k, _c in pending)
         failed = np.zeros(len(self.names), dtype=bool)
         timed = np.zeros(len(self.names), dtype=bool)
         for row in np.flatnonzero(passed).tolist():
-            found = self._allocate(task, specs, row)
+            found = self._allocate(task, specs, row, use, later, build=False)
             if found is None:
                 failed[row] = True
             elif isinstance(found, str):
                 timed[row] = True
         if failed.any():
-            failures.append((f"cannot allocate all claims ({what})", failed))
+            failures.append((f"cannot allocate all claims ({what})", failed, True))
         if timed.any():
-            failures.append(("timed out trying to allocate devices", timed))
-        return Check(passed & ~failed & ~timed, failures)
+            failures.append(("timed out trying to allocate devices", timed, True))
+        return passed & ~failed & ~timed, failures
 
     def _simple(self, specs: list[Any]) -> tuple[Any, np.ndarray] | None:
         """The one request to count devices for, when the claims are that simple."""
@@ -232,53 +355,70 @@ class ClaimLedger:
             return None
         return sub, match
 
-    def _necessary(self, pending: list[tuple[str, ResourceClaim]]) -> list[tuple[str, np.ndarray]]:
+    def _necessary(self, pending: list[tuple[str, ResourceClaim]], use: Use) -> list[tuple[str, np.ndarray, bool]]:
         """Per request, the nodes where it alone cannot find enough matching devices that are
-        free or shareable, and why (the nodes left are a superset of those the search
-        succeeds on)."""
+        free or shareable, and why — too few on the node at all (unresolvable), or taken — (the
+        nodes left are a superset of those the search succeeds on)."""
         out = []
-        avail = ~self.use.in_use | self.index.multi
+        avail = ~use.in_use | self.index.multi
         n = len(self.names)
         for key, claim in pending:
             for req in claim.spec.requests:
                 ok = np.zeros(n, dtype=bool)
+                exist = np.zeros(n, dtype=bool)
                 for sub in req.alternatives:
                     match, _err = self.index.matching(sub)
+                    need = sub.count if sub.mode != "All" else 1
                     counts = self.index.per_node(match if sub.admin_access else match & avail)
-                    ok |= counts >= (sub.count if sub.mode != "All" else 1)
+                    ok |= counts >= need
+                    exist |= self.index.per_node(match) >= need
                 alts = " or ".join(_wanted(s) for s in req.alternatives)
-                out.append((f"claim {key} request {req.name} ({alts}): not enough such devices free", ~ok))
+                what = f"claim {key} request {req.name} ({alts})"
+                out.append((f"{what}: too few such devices on the node", ~exist, True))
+                out.append((f"{what}: not enough such devices free", exist & ~ok, False))
         return out
 
-    def _allocate(self, task: "TaskInfo", specs: list[Any], row: int) -> list[ClaimAllocation] | None | str:
-        if self._found_version != self.version:
+    def _allocate(self, task: "TaskInfo", specs: list[Any], row: int, use: Use, later: bool,
+                  build: bool = True) -> list[ClaimAllocation] | None | str | bool:
+        """The search's answer on one node, kept while nothing is taken or released; only
+        whether it succeeds (True) unless ``build``: a check tries many nodes, a placement one."""
+        version = (self.version, self.away_version)
+        if self._found_version != version:
             self._found = {}
-            self._found_version = self.version
-        key = (task.uid, row)
-        if key not in self._found:
-            self._found[key] = allocate(self.index, self.use, specs, self.index.classes, row, self.names[row])
-        return self._found[key]
+            self._found_version = version
+        key = (task.uid, row, later)
+        found = self._found.get(key)
+        if key not in self._found or (build and found is True):
+            found = self._found[key] = allocate(self.index, use, specs, self.index.classes, row, self.names[row],
+                                                build=build)
+        return found
 
     # -- placements -----------------------------------------------------------------------------
 
     def add(self, row: int, task: "TaskInfo") -> None:
-        """A task placed on ``row`` in the session takes its claims' devices there."""
+        """A task placed on ``row`` in the session takes its claims' devices there (a pipelined
+        one may take devices that are free only later); a releasing one will free its claims'."""
+        self._set_away(task.uid, task.status == TaskStatus.RELEASING)
         if task.status not in _PLACING or task.uid in self.task_claims:
             return
-        pending, allowed, _failures = self._to_allocate(task)
+        pending, allowed, _failures = self.to_allocate(task)
         if not allowed[row]:
             return
         keys: list[str] = []
         if pending:
             specs = [c.spec for _k, c in pending]
-            found = self._allocate(task, specs, row)
+            use = self.later_use() if task.status == TaskStatus.PIPELINED else self.use
+            found = self._allocate(task, specs, row, use, use is not self.use)
             if not isinstance(found, list):
                 return  # not allocatable here: the task carries no claim writes, so is not bound
             for (key, _claim), alloc in zip(pending, found):
+                later = frozenset(ch.index for ch in alloc.devices
+                                  if use is not self.use and not ch.admin and ch.consumed is None
+                                  and self.use.in_use[ch.index])
                 for ch in alloc.devices:
-                    if not ch.admin:
+                    if not ch.admin and ch.index not in later:
                         self.use.take(self.index, ch.index, ch.consumed)
-                self.session[key] = SessionClaim(alloc, row, {task.uid})
+                self.session[key] = SessionClaim(alloc, row, {task.uid}, later)
             self.version += 1
         claims, _why = self._claims(task)
         for key, _claim in claims:
@@ -289,6 +429,7 @@ class ClaimLedger:
         self.task_claims[task.uid] = keys
 
     def remove(self, row: int, task: "TaskInfo") -> None:
+        self._set_away(task.uid, True)  # off its place: back with add(), unless it leaves
         keys = self.task_claims.pop(task.uid, None)
         if not keys:
             return
@@ -299,7 +440,7 @@ class ClaimLedger:
             held.holders.discard(task.uid)
             if not held.holders:
                 for ch in held.allocation.devices:
-                    if not ch.admin:
+                    if not ch.admin and ch.index not in held.later:
                         self.use.take(self.index, ch.index, ch.consumed, -1)
                 del self.session[key]
                 self.version += 1
@@ -320,6 +461,23 @@ class ClaimLedger:
                 out.append(ClaimWrite(key, claim.uid, None))
             else:
                 return None
+        return out
+
+    def claim_devices(self, key: str) -> list[tuple[int, Any]] | None:
+        """The devices a claim holds (its allocation in this session, else in the cluster), each
+        with the capacity its share consumes (None: the device itself), without those it has
+        for admin access (watched, not taken); None when the claim is not allocated."""
+        held = self.session.get(key)
+        if held is not None:
+            return [(ch.index, ch.consumed) for ch in held.allocation.devices if not ch.admin]
+        claim = self.objects.claims.get(key)
+        if claim is None or claim.allocation is None:
+            return None
+        out = []
+        for d in claim.allocation.devices:
+            i = self.index.ids.get(d.id)
+            if i is not None and not d.admin_access:
+                out.append((i, d.consumed if d.share_id else None))
         return out
 
     def allocated_devices(self) -> Iterable[tuple[str, int]]:
