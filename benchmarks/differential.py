@@ -1030,6 +1030,8 @@ def _local_run(world: World, *, config: str | None, max_sessions: int,
             changed = True
             if trace:
                 trace(f"session {n}: evict {name}: {d.eviction_reasons.get(key, '')}")
+        for key, node in d.nominated.items():  # as run's status writer
+            pods[key.split("/", 1)[1]].setdefault("status", {})["nominatedNodeName"] = node
         for key, phase in d.podgroups.items():
             pg = pgs.get(key.split("/", 1)[1])
             if pg is not None and pg["status"].get("phase") != phase:

@@ -273,3 +273,19 @@ def test_enqueue_writes_tell_the_store_whether_they_went_through() -> None:
             # ns/ok: held for the TTL at most (or already confirmed by the watch)
             assert "ns/ok" not in held or held["ns/ok"] <= time.monotonic() + 30.0
             assert store.has_work()  # ns/bad and ns/back wait for a session
+
+
+def test_pipelined_pod_gets_its_nominated_node_once() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), pod("p", "pg"), pod("bound", "pg", node="n1")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(10)
+            w = StatusWriter(kube_for(api), store)
+            d = _decisions(nominated={"ns/p": "n1", "ns/bound": "n1"})
+            w.write(StatusBatch(d, {}))
+            w.write(StatusBatch(d, {}))  # before the watch caught up
+            assert api.get("Pod", "ns/p")["status"]["nominatedNodeName"] == "n1"
+            assert wait(lambda: store.get("Pod", "ns/p")["status"].get("nominatedNodeName"))
+            w.write(StatusBatch(d, {}))
+            assert api.count("PATCH", r"/pods/p/status$") == 1
+            assert api.count("PATCH", r"/pods/bound/status$") == 0  # a bound pod is left alone

@@ -140,6 +140,19 @@ def test_stale_decisions_are_not_applied() -> None:
     assert applied.bound == [("ns/a", "n1")] and sorted(applied.stale) == ["ns/ghost", "ns/nobody"]
 
 
+def test_nominated_node_is_written_on_a_pending_pod_only() -> None:
+    w = make_world()
+    w.put("Pod", pod("a", "pg"))
+    w.put("Pod", pod("b", "pg"))
+    w.bind_pod("ns/b", "n1", 0.0)
+    d = Decisions(bound={}, pipelined={"ns/a": "n1"}, evicted=[], podgroups={}, podgroup_conditions={},
+                  queue_allocated={}, events=[], nominated={"ns/a": "n1", "ns/b": "n1"})
+    w.apply(d, 1.0)
+    assert status(w.get("Pod", "ns/a")).get("nominatedNodeName") == "n1"
+    assert "nominatedNodeName" not in status(w.get("Pod", "ns/b"))
+    assert {p.key: p.nominated_node for p in w.snapshot().pods} == {"ns/a": "n1", "ns/b": ""}
+
+
 def test_podgroup_status_written_only_when_its_content_changes() -> None:
     w = make_world()
     cond = {

@@ -9,9 +9,10 @@ resources hold it, else pipelined) and the sub-group's domain grows to hold the 
 any miss the nomination is dropped — the sub-group's and its pods' nominated nodes, for the rest
 of the session — and allocate searches as usual.
 
-Volcano keeps the nomination in memory only (it is gone in the next session) and writes no
-``nominatedNodeName`` of its own in between, so in practice the path is taken only when allocate
-runs after the gang action in the same session and the pods carry nominations from before.
+Volcano keeps the HyperNode nomination in memory only (it is gone in the next session), so the
+path is taken only when allocate runs after the gang action in the same session. The pods'
+``nominatedNodeName`` does outlive the session: written at its close for a pod pipelined where
+victims were evicted for it (``Decisions.nominated``), as Volcano's RecordJobStatusEvent does.
 tidesched does the same.
 """
 

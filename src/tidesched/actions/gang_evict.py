@@ -177,14 +177,15 @@ def dry_run(ssn: "Session", queue: "QueueInfo", job: "JobInfo", domain: str, row
         if hard:
             for group in ssn.hypernode_gradient(job, domain or topo.top, PURPOSE_EVICT, sub):
                 for name in group:
-                    trial = _trial(ssn, queue, job, sub, tasks, rows if name == (domain or topo.top) else topo.mask(name))
+                    trial = _trial(ssn, queue, job, sub, tasks, rows if name == (domain or topo.top) else topo.mask(name),
+                                   bool(victims))
                     if trial is not None:
                         won = (trial, name)
                         break
                 if won is not None:
                     break
         else:
-            trial = _trial(ssn, queue, job, sub, tasks, rows)
+            trial = _trial(ssn, queue, job, sub, tasks, rows, bool(victims))
             won = (trial, domain or topo.top) if trial is not None else None
         if won is None:
             plan.discard()
@@ -201,7 +202,7 @@ def dry_run(ssn: "Session", queue: "QueueInfo", job: "JobInfo", domain: str, row
 
 
 def _trial(ssn: "Session", queue: "QueueInfo", job: "JobInfo", sub: "SubJobInfo", tasks: list["TaskInfo"],
-           rows: np.ndarray) -> Statement | None:
+           rows: np.ndarray, victims_present: bool) -> Statement | None:
     """Every one of the sub-group's pods pipelined on ``rows`` (Volcano
     runSimulateTrialAtHyperNode): the Statement when the sub-group is then ready or pipelined,
     else None, undone."""
@@ -218,7 +219,7 @@ def _trial(ssn: "Session", queue: "QueueInfo", job: "JobInfo", sub: "SubJobInfo"
         row = best_node(ssn, task, idle if idle.any() else future)
         if row is None:
             break
-        trial.pipeline(task, table.names[row])
+        trial.pipeline(task, table.names[row], victims_present)
     else:
         if len(trial) and (ssn.sub_job_ready(job, sub) or ssn.sub_job_pipelined(job, sub)):
             return trial

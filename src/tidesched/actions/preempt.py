@@ -265,7 +265,7 @@ def _normal(
             node_stmt.evict(victim, eviction_reason(ACTION, preemptor.key, node))
             fits = fits_now(ssn, queue, preemptor, row)
         if fits:
-            node_stmt.pipeline(preemptor, node)
+            node_stmt.pipeline(preemptor, node, eviction_occurred=len(node_stmt) > 0)
             stmt.merge(node_stmt)
             return True
         node_stmt.discard()
@@ -426,7 +426,7 @@ def _topology_aware(
         node_stmt.evict(victim, eviction_reason(ACTION, preemptor.key, best.name))
     # Volcano re-checks the node with the preempt predicate before pipelining.
     if candidate_nodes(ssn, preemptor, ssn.predicate(preemptor))[best.row]:
-        node_stmt.pipeline(preemptor, best.name)
+        node_stmt.pipeline(preemptor, best.name, eviction_occurred=True)
         stmt.merge(node_stmt)
         return True
     node_stmt.discard()

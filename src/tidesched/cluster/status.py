@@ -468,6 +468,8 @@ class StatusWriter:
                 key = f"{e.namespace}/{e.name}"
                 reason = d.pod_condition_reasons.get(key, "Unschedulable")
                 self._guarded(self._write_pod_condition, key, e.message, now, reason)
+        for key, node in sorted(d.nominated.items()):
+            self._guarded(self._write_nominated_node, key, node)
 
     def _guarded(self, fn: Any, *args: Any) -> bool:
         """False when the write failed (logged and counted)."""
@@ -571,6 +573,22 @@ class StatusWriter:
         self._update_status(
             name, obj, build, same, f"/apis/{VOLCANO_GROUP}/{VOLCANO_VERSION}/queues/{name}", "queues"
         )
+
+    def _write_nominated_node(self, key: str, node: str) -> None:
+        """``status.nominatedNodeName`` of a pod pipelined where victims were evicted for it:
+        allocate tries that node first next session (vc-scheduler writes it the same way)."""
+        pod = self.store.get(POD, key)
+        if pod is None or (pod.get("spec") or {}).get("nodeName") or self.store.is_assumed(key):
+            return
+        if (pod.get("status") or {}).get("nominatedNodeName") == node:
+            return
+        if self._written.get(key) == (pod["metadata"].get("resourceVersion"), ("nominated", node)):
+            return
+        ns, name = key.split("/", 1)
+        self.kube.patch(f"/api/v1/namespaces/{ns}/pods/{name}/status", {"status": {"nominatedNodeName": node}},
+                        strategic=True)
+        self.writes += 1
+        self._written[key] = (pod["metadata"].get("resourceVersion"), ("nominated", node))
 
     def _write_pod_condition(self, key: str, message: str, now: str, reason: str = "Unschedulable") -> None:
         pod = self.store.get(POD, key)

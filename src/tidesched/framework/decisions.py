@@ -60,6 +60,9 @@ class Decisions:
     ungated: list[str] = field(default_factory=list)
     # What each bind writes first (PVs bound to claims, claims to provision), by pod key.
     volume_bindings: dict[str, VolumePlan] = field(default_factory=dict)
+    # Pipelined pods to get status.nominatedNodeName (preempt or reclaim evicted for them on
+    # that node; allocate tries it first next session), by pod key.
+    nominated: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -75,6 +78,8 @@ class Decisions:
             out["bind_annotations"] = {k: dict(sorted(v.items())) for k, v in sorted(self.bind_annotations.items())}
         if self.ungated:
             out["ungated"] = sorted(self.ungated)
+        if self.nominated:
+            out["nominated"] = dict(sorted(self.nominated.items()))
         if self.volume_bindings:
             out["volume_bindings"] = {k: v.to_json() for k, v in sorted(self.volume_bindings.items())}
         return out

@@ -100,6 +100,9 @@ class Session(SessionHooks):
         self.plan_volumes: Callable[[TaskInfo], VolumePlan | None] | None = None
         self.volume_bindings: dict[str, VolumePlan] = {}
         self.pod_condition_reasons: dict[str, str] = {}
+        # Tasks pipelined where preempt or reclaim evicted for them (Volcano's EvictionOccurred):
+        # their node becomes the pod's status.nominatedNodeName at close.
+        self.pipelined_by_eviction: set[str] = set()
         self.ungated: dict[str, None] = {}  # pods whose queue-admission gate goes, in order (framework.gates)
         # PodGroups a plugin already gave their own Warning this session (GangTimeout): close
         # adds no generic "Unschedulable" event for them.
@@ -170,6 +173,7 @@ class Session(SessionHooks):
         self.move_task(task, TaskStatus.PENDING, task.node_name)
         self.fire_deallocate(task)
         task.node_name = ""
+        self.pipelined_by_eviction.discard(task.uid)
 
     def fire_allocate(self, task: TaskInfo) -> None:
         for h in self.event_handlers:
@@ -305,10 +309,17 @@ class Session(SessionHooks):
             if t.status == TaskStatus.PIPELINED and t.pod.status == TaskStatus.PENDING and t.uid in self.tasks
         ]
         pipelined = {t.key: t.node_name for t in sorted(staged, key=lambda t: t.key)}
+        # Volcano (RecordJobStatusEvent) writes a Pipelined task's node as the pod's
+        # nominatedNodeName when evictions made room for it, never clearing one.
+        nominated = {
+            t.key: t.node_name for t in staged
+            if t.uid in self.pipelined_by_eviction and t.pod.nominated_node != t.node_name
+        }
         queue_allocated = {name: _natural(r) for name, r in self.queue_allocated().items()}
         return Decisions(
             bound=dict(self.bound),
             pipelined=pipelined,
+            nominated=dict(sorted(nominated.items())),
             evicted=list(self.evicted),
             podgroups=phases,
             podgroup_conditions=conditions,

@@ -31,9 +31,15 @@ class Statement:
         self.ssn.fire_deallocate(task)
         self.operations.append((_EVICT, task, (prev, reason)))
 
-    def pipeline(self, task: "TaskInfo", node_name: str) -> None:
+    def pipeline(self, task: "TaskInfo", node_name: str, eviction_occurred: bool = False) -> None:
+        """``eviction_occurred``: victims were evicted for the task on this node (Volcano's
+        flag of the same name), so the node is written as the pod's nominatedNodeName."""
         self.ssn.move_task(task, TaskStatus.PIPELINED, node_name)
         self.ssn.fire_allocate(task)
+        if eviction_occurred:
+            self.ssn.pipelined_by_eviction.add(task.uid)
+        else:
+            self.ssn.pipelined_by_eviction.discard(task.uid)
         self.operations.append((_PIPELINE, task, node_name))
 
     def allocate(self, task: "TaskInfo", node_name: str) -> None:

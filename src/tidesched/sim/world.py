@@ -593,6 +593,10 @@ class World:
                 out.bound.append((key, node))
             else:
                 out.stale.append(key)
+        for key, node in d.nominated.items():  # status.nominatedNodeName, as run's status writer
+            pod = self.get("Pod", key)
+            if pod is not None and not spec(pod).get("nodeName"):
+                self.put("Pod", with_section(pod, "status", nominatedNodeName=node))
         for key in d.ungated:  # as run's gate remover: only while Volcano's gate is the last one
             pod = self.get("Pod", key)
             if pod is not None and only_volcano_gate(raw_gate_names(spec(pod))) and self.remove_gates(key, [QUEUE_ALLOCATION_GATE]):

@@ -99,7 +99,7 @@ def place(
     if not ssn.predicate(task).passed[row]:
         node_stmt.discard()
         return Placed.NO_FIT
-    node_stmt.pipeline(task, node)
+    node_stmt.pipeline(task, node, eviction_occurred=len(node_stmt) > 0)
     stmt.merge(node_stmt)
     return Placed.YES
 
