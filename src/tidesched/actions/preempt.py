@@ -208,7 +208,7 @@ def preempt_task(
 ) -> bool:
     """Try to make room for ``preemptor``; on success its evictions and its pipeline are in
     ``stmt`` and True is returned."""
-    if preemptor.pod.preemption_policy == "Never":
+    if preemptor.pod.preemption_policy == "Never" or not _nomination_allows(ssn, preemptor):
         return False
     job = ssn.jobs.get(preemptor.job)
     if job is None or job.queue not in ssn.queues:
@@ -223,6 +223,27 @@ def preempt_task(
     if opts.topology_aware:
         return _topology_aware(ssn, stmt, preemptor, queue, accept, candidates, opts)
     return _normal(ssn, stmt, preemptor, queue, accept, candidates, pred.passed)
+
+
+def _nomination_allows(ssn: "Session", preemptor: "TaskInfo") -> bool:
+    """Volcano taskEligibleToPreempt for a pod with a nominatedNodeName (an earlier preemption
+    chose that node): it preempts again only when the node is in the session, fails the
+    predicates there (else allocate could place it: "should not happen"), and either fails
+    them for good (UnschedulableAndUnresolvable) or no lower-priority pod there is still
+    terminating by a scheduler's preemption (the room it waits for is on its way)."""
+    name = preemptor.pod.nominated_node
+    if not name:
+        return True
+    row = ssn.table.index.get(name)
+    if row is None:
+        return False
+    pred = ssn.predicate(preemptor)
+    if pred.passed[row]:
+        return False
+    if any(f.unresolvable and f.nodes[row] for f in pred.failures):
+        return True
+    return not any(t.priority < preemptor.priority and t.pod.meta.deletion > 0 and t.pod.preempted
+                   for t in ssn.table.tasks[row].values())
 
 
 # -- normal preemption ------------------------------------------------------------------------

@@ -42,6 +42,7 @@ _COMPLETED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 _PENDING, _PIPELINED, _ALLOCATED = TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED
 _RUNNING, _BOUND, _RELEASING = TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.RELEASING
 _SUCCEEDED, _FAILED = TaskStatus.SUCCEEDED, TaskStatus.FAILED
+_REPORTED = (_PENDING, _PIPELINED, _ALLOCATED)  # the tasks RecordJobStatusEvent reports on
 _WAITING_PHASES = (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN)
 
 
@@ -100,9 +101,12 @@ class Session(SessionHooks):
         self.plan_volumes: Callable[[TaskInfo], VolumePlan | None] | None = None
         self.volume_bindings: dict[str, VolumePlan] = {}
         self.pod_condition_reasons: dict[str, str] = {}
-        # Tasks pipelined where preempt or reclaim evicted for them (Volcano's EvictionOccurred):
-        # their node becomes the pod's status.nominatedNodeName at close.
-        self.pipelined_by_eviction: set[str] = set()
+        # Volcano's task transaction context, for the pods' nominatedNodeName at close
+        # (nominations()): the tasks last pipelined where preempt or reclaim evicted for them
+        # (EvictionOccurred), and what a discarded statement left its tasks (LastTransaction:
+        # status, node, EvictionOccurred), forgotten when a statement holding them commits.
+        self.eviction_occurred: set[str] = set()
+        self.last_tx: dict[str, tuple[TaskStatus, str, bool]] = {}
         self.ungated: dict[str, None] = {}  # pods whose queue-admission gate goes, in order (framework.gates)
         # PodGroups a plugin already gave their own Warning this session (GangTimeout): close
         # adds no generic "Unschedulable" event for them.
@@ -173,7 +177,6 @@ class Session(SessionHooks):
         self.move_task(task, TaskStatus.PENDING, task.node_name)
         self.fire_deallocate(task)
         task.node_name = ""
-        self.pipelined_by_eviction.discard(task.uid)
 
     def fire_allocate(self, task: TaskInfo) -> None:
         for h in self.event_handlers:
@@ -309,17 +312,11 @@ class Session(SessionHooks):
             if t.status == TaskStatus.PIPELINED and t.pod.status == TaskStatus.PENDING and t.uid in self.tasks
         ]
         pipelined = {t.key: t.node_name for t in sorted(staged, key=lambda t: t.key)}
-        # Volcano (RecordJobStatusEvent) writes a Pipelined task's node as the pod's
-        # nominatedNodeName when evictions made room for it, never clearing one.
-        nominated = {
-            t.key: t.node_name for t in staged
-            if t.uid in self.pipelined_by_eviction and t.pod.nominated_node != t.node_name
-        }
         queue_allocated = {name: _natural(r) for name, r in self.queue_allocated().items()}
         return Decisions(
             bound=dict(self.bound),
             pipelined=pipelined,
-            nominated=dict(sorted(nominated.items())),
+            nominated=self.nominations(),
             evicted=list(self.evicted),
             podgroups=phases,
             podgroup_conditions=conditions,
@@ -333,6 +330,22 @@ class Session(SessionHooks):
             ungated=list(self.ungated),
             volume_bindings=dict(self.volume_bindings),
         )
+
+    def nominations(self) -> dict[str, str]:
+        """Pod key -> the node to write as its nominatedNodeName: Volcano's
+        RecordJobStatusEvent (via TaskSchedulingReason) nominates a Pending, Pipelined or
+        Allocated task whose last transaction (the discarded one, else the current) pipelined
+        it where evictions made room for it; it never clears one. A discarded statement's
+        pipelines count too: the victims stay, the nomination is written."""
+        out = {}
+        for uid in self.eviction_occurred | self.last_tx.keys():
+            task = self.tasks.get(uid)
+            if task is None or task.pod.status != TaskStatus.PENDING or task.status not in _REPORTED:
+                continue
+            status, node, evicted = self.last_tx.get(uid) or (task.status, task.node_name, uid in self.eviction_occurred)
+            if status == TaskStatus.PIPELINED and evicted and node and task.pod.nominated_node != node:
+                out[task.key] = node
+        return dict(sorted(out.items()))
 
     def queue_allocated(self) -> dict[str, Resource]:
         """Queue ``status.allocated``: resources of allocated tasks, rolled up to every

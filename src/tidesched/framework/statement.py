@@ -37,9 +37,9 @@ class Statement:
         self.ssn.move_task(task, TaskStatus.PIPELINED, node_name)
         self.ssn.fire_allocate(task)
         if eviction_occurred:
-            self.ssn.pipelined_by_eviction.add(task.uid)
+            self.ssn.eviction_occurred.add(task.uid)
         else:
-            self.ssn.pipelined_by_eviction.discard(task.uid)
+            self.ssn.eviction_occurred.discard(task.uid)
         self.operations.append((_PIPELINE, task, node_name))
 
     def allocate(self, task: "TaskInfo", node_name: str) -> None:
@@ -50,6 +50,9 @@ class Statement:
     def discard(self) -> None:
         ssn = self.ssn
         for op, task, data in reversed(self.operations):
+            # Volcano's GenerateLastTxContext: the task's context before the undo is kept (a
+            # pipeline's node and EvictionOccurred still nominate the pod at close).
+            ssn.last_tx[task.uid] = (task.status, task.node_name, task.uid in ssn.eviction_occurred)
             if op == _EVICT:
                 prev, _reason = data  # type: ignore[misc]
                 ssn.move_task(task, prev, task.node_name)
@@ -61,6 +64,7 @@ class Statement:
     def commit(self) -> None:
         ssn = self.ssn
         for op, task, data in self.operations:
+            ssn.last_tx.pop(task.uid, None)  # Volcano's ClearLastTxContext
             if op == _EVICT:
                 ssn.record_eviction(task, data[1])  # type: ignore[index]
             elif op == _ALLOCATE:

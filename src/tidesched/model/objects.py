@@ -22,7 +22,7 @@ from tidesched.rules.topology_spread import SpreadConstraint, parse_spread_const
 from tidesched.model.claims import PodClaim, pod_claims
 from tidesched.model.dequeue import DEFAULT as DEFAULT_DEQUEUE, parse_dequeue_strategy
 from tidesched.model.gates import parse_scheduling_gates
-from tidesched.model.pod_conditions import scheduled_time
+from tidesched.model.pod_conditions import preempted_by_scheduler, scheduled_time
 from tidesched.model.fields import (  # noqa: F401 - parse_bool, parse_time, INT32 are re-exported
     INT32,
     INT64,
@@ -178,6 +178,8 @@ class Pod:
     scheduled_time: float = 0.0
     # status.nominatedNodeName: where a preemption meant the pod to go (allocate tries it first)
     nominated_node: str = ""
+    # DisruptionTarget=True for PreemptionByScheduler: a scheduler's preemption terminates it
+    preempted: bool = False
 
     @property
     def key(self) -> str:
@@ -338,6 +340,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         volumes=pod_volumes(spec, meta.name),
         scheduled_time=scheduled_time(status),
         nominated_node=parse_str(status.get("nominatedNodeName"), "status.nominatedNodeName"),
+        preempted=preempted_by_scheduler(status),
     )
 
 
@@ -393,6 +396,7 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         claims = pod_claims(spec, status) if prev.claims and spec is not None else prev.claims
         scheduled = scheduled_time(status)
         nominated = parse_str(status.get("nominatedNodeName"), "status.nominatedNodeName")
+        preempted = preempted_by_scheduler(status)
     except ObjectError:
         return None
     return replace(
@@ -407,6 +411,7 @@ def reparse_pod(prev_obj: Mapping[str, Any], prev: Pod, obj: Mapping[str, Any]) 
         claims=claims,
         scheduled_time=scheduled,
         nominated_node=nominated,
+        preempted=preempted,
     )
 
 

@@ -1,8 +1,11 @@
-"""What the scheduler reads of a pod's ``status.conditions``: when the pod was scheduled.
+"""What the scheduler reads of a pod's ``status.conditions``: when the pod was scheduled, and
+whether a scheduler's preemption is what is terminating it.
 
 The API server sets the ``PodScheduled`` condition to True when a pod is bound; its
 ``lastTransitionTime`` is when that happened. The cdp plugin (cooldown protection) counts a
-pod's cooldown from it, as Volcano's does.
+pod's cooldown from it, as Volcano's does. vc-scheduler marks a pod it evicts with
+``DisruptionTarget`` True, reason ``PreemptionByScheduler``; preempt reads it (Volcano
+podTerminatingByPreemption).
 """
 
 from __future__ import annotations
@@ -24,3 +27,11 @@ def scheduled_time(status: Mapping[str, Any]) -> float:
             continue
         return parse_time(cond.get("lastTransitionTime"), f"status.conditions[{i}].lastTransitionTime")
     return 0.0
+
+
+def preempted_by_scheduler(status: Mapping[str, Any]) -> bool:
+    """The first ``DisruptionTarget`` condition is True with reason ``PreemptionByScheduler``."""
+    for cond in list_of(status, "conditions", "status.conditions"):
+        if isinstance(cond, Mapping) and cond.get("type") == "DisruptionTarget":
+            return cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler"
+    return False
