@@ -428,8 +428,9 @@ def extend_v115(world: World) -> World:
     """What Volcano v1.15 (and tidesched now) has beyond v1.7.0, drawn into ``world``: queue
     ``priority``; the capacity plugin in place of proportion (queues with ``deserved`` and
     ``guarantee``), in a third of those worlds with a queue hierarchy (``spec.parent``,
-    ``enabledHierarchy``). Features still being built (scheduling gates, PVCs, HyperNodes, the
-    new actions and plugins) join as they land."""
+    ``enableHierarchy``: the key v1.15.1 reads; it ignores tidesched's other spelling).
+    Features still being built (scheduling gates, PVCs, HyperNodes, the new actions and
+    plugins) join as they land."""
     rng = random.Random(f"v1.15-{world.seed}")
     world.root_queue = True
     for q in world.queues:
@@ -443,7 +444,7 @@ def extend_v115(world: World) -> World:
     hierarchical = len(world.queues) >= 2 and rng.random() < 0.35
     capacity: dict[str, Any] = {"name": "capacity"}
     if hierarchical:
-        capacity["enabledHierarchy"] = True
+        capacity["enableHierarchy"] = True
     tier2[names.index("proportion")] = capacity
     for q in world.queues:
         if rng.random() < 0.7:

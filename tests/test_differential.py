@@ -155,7 +155,10 @@ def test_a_v115_world_is_the_v170_world_with_v115_fields_added() -> None:
         assert [q.name for q in old.queues] == [q.name for q in new.queues if q.name != "p1"]
         assert not old.root_queue and new.root_queue
     worlds = [d.generate(s) for s in range(2000, 2100)]
-    assert any("capacity" in w.config for w in worlds) and any("enabledHierarchy" in w.config for w in worlds)
+    assert any("capacity" in w.config for w in worlds) and any("enableHierarchy: true" in w.config for w in worlds)
+    # vc-scheduler v1.15.1 reads only enableHierarchy (conf.PluginOption's yaml tag) and ignores
+    # the other spelling tidesched accepts: such a world ran flat in one and as a tree in the other.
+    assert not any("enabledHierarchy" in w.config for w in worlds)
     assert any(q.priority for w in worlds for q in w.queues)
     for w in worlds:
         leaves = {q.name for q in w.queues} - {q.parent for q in w.queues if q.parent}
