@@ -99,8 +99,13 @@ class SuiteSetup:
 
 # Specs this harness cannot run, whatever the scheduler, and why; left out unless asked for
 # (``include_unrunnable``). Measured: with vc-scheduler v1.15.1 every one failed here for the
-# reason given (docs/fidelity.md).
+# reason given (docs/fidelity.md), but PyTorch's, which skips itself in v1.15.1.
 UNRUNNABLE = {
+    "jobseq": (
+        r"will run and complete finally|TensorFlow.*Will Start in pending state",
+        "needs a kubelet: the specs run Volcano's MPI, TensorFlow and PyTorch example images to completion "
+        "(each waited its five or ten minutes out with vc-scheduler)",
+    ),
     "schedulingbase": (
         r"Volume Binding Test",
         "needs a kubelet: the specs make local volumes by exec into a host pod on the node (and look up "
@@ -453,7 +458,7 @@ def run_suite(
                         if r.state in ("failed", "panicked", "timedout"):
                             clean_leftovers(api, webhook)
                 run.specs.append(r)
-                if r.state not in ("passed", "skipped"):
+                if r.state not in ("passed", "skipped", "pending"):  # pending: the suite's own PIt
                     run.exit_code = 1
             lost = sum(1 for r in run.specs if r.cleanup_lost)
             if lost:
