@@ -289,3 +289,53 @@ def test_pipelined_pod_gets_its_nominated_node_once() -> None:
             w.write(StatusBatch(d, {}))
             assert api.count("PATCH", r"/pods/p/status$") == 1
             assert api.count("PATCH", r"/pods/bound/status$") == 0  # a bound pod is left alone
+
+
+def test_reporting_writes_wait_for_the_binds_and_a_controllers_gate_does_not() -> None:
+    """While binds are in flight, a PodGroup whose pods all exist is written only once they are
+    done (or the wait runs out); one still missing pods (its Job controller waits for Inqueue to
+    make them) is written at once."""
+    with fake_api() as api:
+        api.create_many(
+            [
+                node("n1"),
+                podgroup("whole", 1, phase="Pending"),
+                pod("w-0", "whole"),
+                podgroup("job", 2, phase="Pending"),  # no pods yet
+            ]
+        )
+        with informers(api) as (store, _):
+            assert store.wait_synced(10)
+            in_flight = [1]
+            w = StatusWriter(kube_for(api), store, binds_in_flight=lambda: in_flight[0], yield_to_binds=30)
+            w.start()
+            try:
+                w.submit(StatusBatch(_decisions(podgroups={"ns/whole": "Inqueue", "ns/job": "Inqueue"}), {}))
+                assert wait(lambda: (api.get("PodGroup", "ns/job").get("status") or {}).get("phase") == "Inqueue")
+                time.sleep(0.3)
+                assert (api.get("PodGroup", "ns/whole").get("status") or {}).get("phase") == "Pending"
+                in_flight[0] = 0
+                assert wait(lambda: api.get("PodGroup", "ns/whole")["status"]["phase"] == "Inqueue")
+            finally:
+                w.stop()
+
+
+def test_a_write_waits_for_the_binds_no_longer_than_its_limit_and_newer_decisions_replace_it() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), podgroup("pg", 1, phase="Pending"), pod("p-0", "pg")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(10)
+            w = StatusWriter(kube_for(api), store, binds_in_flight=lambda: 1, yield_to_binds=1.0)
+            w.start()
+            try:
+                t0 = time.monotonic()
+                w.submit(StatusBatch(_decisions(podgroups={"ns/pg": "Inqueue"}), {}))
+                time.sleep(0.3)
+                # A newer session's verdict replaces the waiting one; the limit still counts
+                # from the first wait, so binds that never end cannot hold it back for ever.
+                w.submit(StatusBatch(_decisions(podgroups={"ns/pg": "Running"}), {}))
+                assert wait(lambda: (api.get("PodGroup", "ns/pg").get("status") or {}).get("phase") == "Running")
+                assert 0.9 < time.monotonic() - t0 < 5
+                assert api.count("PUT", r"/podgroups/pg$", 200) == 1  # Inqueue was never written
+            finally:
+                w.stop()

@@ -163,7 +163,7 @@ class Runner:
             may_send=self.leading,
             **co.get("evictor", {}),
         )
-        self.status = StatusWriter(self.kube, self.store, **co.get("status", {}))
+        self.status = StatusWriter(self.kube, self.store, binds_in_flight=self.binder.pending, **co.get("status", {}))
         self.gate_remover = GateRemover(
             self.kube,
             self.store,

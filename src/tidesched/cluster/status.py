@@ -17,6 +17,12 @@
   ``Unschedulable``, or the session's own such as ``GangTimeout``, and the session's message, the same text ``explain`` prints) on pods left
   pending. Only changes are written. The writer always works on the latest session's decisions
   (older ones still queued are dropped), so a slow API server cannot build a backlog.
+  Bindings go first: while binds are in flight, writes that only report (a PodGroup whose pods
+  all exist, a pod's condition) wait, up to ``yield_to_binds`` seconds from when they first
+  waited, or until a newer session's decisions replace them. A PodGroup with fewer pods than its
+  minMember is written at once: its controller (Volcano's Job controller) creates the pods only
+  once the group is Inqueue. On a 2-core control plane the PodGroup PUTs took a sixth of the API
+  server's time in a burst of 5,000 binds.
 """
 
 from __future__ import annotations
@@ -340,6 +346,23 @@ def _canon_resources(rl: Mapping[str, Any] | None) -> dict[str, Decimal]:
     return out
 
 
+class _Superseded(Exception):
+    """A newer session's decisions arrived while a write waited for the binds."""
+
+
+def _group_key(pod: dict[str, Any]) -> str | None:
+    md = pod.get("metadata") or {}
+    group = (md.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
+    return f"{md.get('namespace') or 'default'}/{group}" if group else None
+
+
+def _min_member(podgroup: dict[str, Any] | None) -> int:
+    try:
+        return int(((podgroup or {}).get("spec") or {}).get("minMember") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 def podgroup_counts(pods: Iterable[dict[str, Any]]) -> dict[str, Counter[str]]:
     """running/succeeded/failed per PodGroup key, by the core's own pod-state rule."""
     counts: dict[str, Counter[str]] = {}
@@ -377,11 +400,22 @@ class StatusWriter:
     """Writes PodGroup/Queue status and pod conditions for the latest session on its own thread."""
 
     def __init__(
-        self, kube: Kube, store: ClusterStore, *, conflict_retries: int = 5, enqueue_ttl: float = 10.0
+        self,
+        kube: Kube,
+        store: ClusterStore,
+        *,
+        conflict_retries: int = 5,
+        enqueue_ttl: float = 10.0,
+        binds_in_flight: Callable[[], int] | None = None,
+        yield_to_binds: float = 5.0,
     ) -> None:
         self.kube = kube
         self.store = store
         self.conflict_retries = conflict_retries
+        self.binds_in_flight = binds_in_flight
+        self.yield_to_binds = yield_to_binds
+        self._yielding = False  # writes now are the ones that wait for binds
+        self._yield_since: float | None = None  # when this batch's (or a superseded one's) writes first waited
         # After a PodGroup's write out of Pending, how long the watch has to show it before the
         # group counts as work again (ClusterStore.enqueue_written).
         self.enqueue_ttl = enqueue_ttl
@@ -432,6 +466,8 @@ class StatusWriter:
                 self._busy = True
             try:
                 self.write(batch)
+            except _Superseded:
+                pass  # the newer batch carries these objects' latest status
             except Exception as exc:  # noqa: BLE001 - the next session retries
                 self.errors += 1
                 log.warning("status write failed: %s", error_message(exc))
@@ -446,35 +482,64 @@ class StatusWriter:
         d = batch.decisions
         if len(self._written) > 100_000:  # keys of long-gone objects; cheap to rebuild
             self._written.clear()
-        counts = podgroup_counts(self.store.items(POD))
+        pods = self.store.items(POD)
+        counts = podgroup_counts(pods)
+        members = Counter(_group_key(p) for p in pods)
         now = rfc3339()
-        for key, phase in sorted(d.podgroups.items()):
-            ok = self._guarded(
-                self._write_podgroup,
-                key,
-                phase,
-                d.podgroup_conditions.get(key, []),
-                counts.get(key, Counter()),
-                now,
-            )
-            # A group a later session put back to Pending is work again at once, like a failed write.
-            self.store.enqueue_written(key, ok and phase != "Pending", self.enqueue_ttl)
+        urgent = {k for k in d.podgroups if members[k] < _min_member(self.store.get(PODGROUP, k))}
         for name, allocated in sorted(d.queue_allocated.items()):
             desired = dict(allocated)
             desired.update(batch.card_allocated.get(name, {}))
             self._guarded(self._write_queue, name, desired)
-        for e in d.events:
-            if e.kind == "Pod" and e.reason == "FailedScheduling":
-                key = f"{e.namespace}/{e.name}"
-                reason = d.pod_condition_reasons.get(key, "Unschedulable")
-                self._guarded(self._write_pod_condition, key, e.message, now, reason)
-        for key, node in sorted(d.nominated.items()):
-            self._guarded(self._write_nominated_node, key, node)
+        for later in (False, True):
+            self._yielding = later
+            try:
+                for key, phase in sorted(d.podgroups.items()):
+                    if (key in urgent) == later:
+                        continue
+                    ok = self._guarded(
+                        self._write_podgroup,
+                        key,
+                        phase,
+                        d.podgroup_conditions.get(key, []),
+                        counts.get(key, Counter()),
+                        now,
+                    )
+                    # A group a later session put back to Pending is work again at once, like a failed write.
+                    self.store.enqueue_written(key, ok and phase != "Pending", self.enqueue_ttl)
+            finally:
+                self._yielding = False
+        self._yielding = True
+        try:
+            for e in d.events:
+                if e.kind == "Pod" and e.reason == "FailedScheduling":
+                    key = f"{e.namespace}/{e.name}"
+                    reason = d.pod_condition_reasons.get(key, "Unschedulable")
+                    self._guarded(self._write_pod_condition, key, e.message, now, reason)
+            for key, node in sorted(d.nominated.items()):
+                self._guarded(self._write_nominated_node, key, node)
+        finally:
+            self._yielding = False
+        self._yield_since = None
+
+    def _wait_for_binds(self) -> None:
+        """Before a write that only reports: let the binds in flight go first (see the module)."""
+        if not self._yielding or self.binds_in_flight is None:
+            return
+        if self._yield_since is None:
+            self._yield_since = time.monotonic()
+        while self.binds_in_flight() and time.monotonic() - self._yield_since < self.yield_to_binds:
+            with self._cond:
+                if self._latest is not None or self._stop:
+                    raise _Superseded
+                self._cond.wait(0.05)
 
     def _guarded(self, fn: Any, *args: Any) -> bool:
         """False when the write failed (logged and counted)."""
         try:
             return fn(*args) is not False
+        except _Superseded:
+            raise
         except Exception as exc:  # noqa: BLE001 - one object's failure must not stop the others
             self.errors += 1
             log.warning("status write for %s failed: %s", args[0], error_message(exc))
@@ -510,6 +575,7 @@ class StatusWriter:
             if attempt == 0 and self._skip(key, obj, status, same):
                 return True
             body = {**obj, "status": status}
+            self._wait_for_binds()
             try:
                 self.kube.put(path if plural in self.no_status_subresource else f"{path}/status", body)
             except ApiException as exc:
@@ -585,6 +651,7 @@ class StatusWriter:
         if self._written.get(key) == (pod["metadata"].get("resourceVersion"), ("nominated", node)):
             return
         ns, name = key.split("/", 1)
+        self._wait_for_binds()
         self.kube.patch(f"/api/v1/namespaces/{ns}/pods/{name}/status", {"status": {"nominatedNodeName": node}},
                         strategic=True)
         self.writes += 1
@@ -618,6 +685,7 @@ class StatusWriter:
                 ]
             }
         }
+        self._wait_for_binds()
         # Strategic merge: the condition joins the pod's others by type instead of replacing them.
         self.kube.patch(f"/api/v1/namespaces/{ns}/pods/{name}/status", patch, strategic=True)
         self.writes += 1
