@@ -15,7 +15,7 @@ controller making claims from templates and freeing them:
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -32,25 +32,18 @@ from cluster import (
     pods,
     wait_until,
 )
-from controlplane import ControlPlane
-from resourceclaim_kcm import kcm_binary, start_resourceclaim_controller
 
 RESOURCE = "/apis/resource.k8s.io/v1"
 DRIVER = "gpu.example.com"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 
 
-@pytest.fixture(scope="module")
-def resourceclaim_controller(control_plane: ControlPlane) -> Iterator[Any]:
-    """kube-controller-manager's resourceclaim controller, for this module's tests."""
-    binary = kcm_binary(control_plane.assets)
-    if binary is None:
-        pytest.skip(f"no kube-controller-manager.xz in {control_plane.assets}")
-    proc = start_resourceclaim_controller(control_plane, binary)
-    try:
-        yield proc
-    finally:
-        proc.stop()
+@pytest.fixture
+def resourceclaim_controller(kube_controller_manager: Any) -> Any:
+    """kube-controller-manager's resourceclaim controller: the harness's own kube-controller-manager
+    runs every controller, this one among them. A second one beside it would race it and make
+    two claims for a pod from its template."""
+    return kube_controller_manager
 
 
 def _claim(ns: str, name: str, device_class: str) -> dict[str, Any]:
