@@ -156,6 +156,8 @@ def test_switch_from_vc_scheduler_to_tidesched_and_back_with_jobs_running(e2e, v
     finally:
         recorder.stop()
         volume.stop()
+        # The chart's ConfigMap goes with the test: later tests look for Volcano's as a fallback.
+        api.delete(f"/api/v1/namespaces/{NAMESPACE}/configmaps/{CONFIGMAP}")
 
     assert set(expected) <= set(bound(api, ns)), "a pod is not bound"
     assert not recorder.deleted, f"pods deleted: {recorder.deleted}"
