@@ -350,12 +350,6 @@ class _Superseded(Exception):
     """A newer session's decisions arrived while a write waited for the binds."""
 
 
-def _group_key(pod: dict[str, Any]) -> str | None:
-    md = pod.get("metadata") or {}
-    group = (md.get("annotations") or {}).get(GROUP_NAME_ANNOTATION)
-    return f"{md.get('namespace') or 'default'}/{group}" if group else None
-
-
 def _min_member(podgroup: dict[str, Any] | None) -> int:
     try:
         return int(((podgroup or {}).get("spec") or {}).get("minMember") or 0)
@@ -364,7 +358,8 @@ def _min_member(podgroup: dict[str, Any] | None) -> int:
 
 
 def podgroup_counts(pods: Iterable[dict[str, Any]]) -> dict[str, Counter[str]]:
-    """running/succeeded/failed per PodGroup key, by the core's own pod-state rule."""
+    """running/succeeded/failed per PodGroup key, by the core's own pod-state rule, and ``pods``:
+    every pod of the group, whatever its state."""
     counts: dict[str, Counter[str]] = {}
     for pod in pods:
         md = pod.get("metadata") or {}
@@ -381,6 +376,7 @@ def podgroup_counts(pods: Iterable[dict[str, Any]]) -> dict[str, Counter[str]]:
             deleting,
         )
         c = counts.setdefault(f"{md.get('namespace') or 'default'}/{group}", Counter())
+        c["pods"] += 1
         if st == TaskStatus.RUNNING:
             c["running"] += 1
         elif st == TaskStatus.SUCCEEDED:
@@ -482,11 +478,11 @@ class StatusWriter:
         d = batch.decisions
         if len(self._written) > 100_000:  # keys of long-gone objects; cheap to rebuild
             self._written.clear()
-        pods = self.store.items(POD)
-        counts = podgroup_counts(pods)
-        members = Counter(_group_key(p) for p in pods)
+        counts = podgroup_counts(self.store.items(POD))
         now = rfc3339()
-        urgent = {k for k in d.podgroups if members[k] < _min_member(self.store.get(PODGROUP, k))}
+        urgent = {
+            k for k in d.podgroups if counts.get(k, Counter())["pods"] < _min_member(self.store.get(PODGROUP, k))
+        }
         for name, allocated in sorted(d.queue_allocated.items()):
             desired = dict(allocated)
             desired.update(batch.card_allocated.get(name, {}))
