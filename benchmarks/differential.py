@@ -92,6 +92,8 @@ from cluster import (  # noqa: E402
 from controlplane import Api, ApiError, ControlPlane, find_assets  # noqa: E402
 from volcano import V115, V170, find_volcano, install_volcano_crds, start_vc_scheduler  # noqa: E402
 
+import differential_topology  # noqa: E402
+
 NS = "diff"
 VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -142,6 +144,7 @@ class JobSpec:
     priority_class: str | None = None
     running: bool = False  # PodGroup Running with its pods bound (else Pending, pods waiting)
     min_resources: dict[str, str] | None = None
+    network_topology: dict[str, Any] | None = None  # spec.networkTopology (differential_topology)
 
 
 @dataclass
@@ -170,6 +173,7 @@ class World:
     # The ``root`` Queue as vc-scheduler v1.15 creates it at start (reclaimable false), made in
     # both schedulers' planes (and the in-process replay) so that both see the same queues.
     root_queue: bool = False
+    hypernodes: list[dict[str, Any]] = field(default_factory=list)  # manifests (differential_topology)
 
     # -- views ----------------------------------------------------------------------------
 
@@ -192,6 +196,7 @@ class World:
             [PodSpec(**p) for p in d["pods"]],
             d.get("note", ""),
             d.get("root_queue", False),
+            d.get("hypernodes", []),
         )
 
     def manifests(self) -> list[dict[str, Any]]:
@@ -206,6 +211,7 @@ class World:
             out.append(queue_manifest(q))
         for n in self.nodes:
             out.append(node_manifest(n))
+        out.extend(copy.deepcopy(self.hypernodes))
         for j in sorted(self.jobs, key=lambda j: j.name):
             out.append(podgroup_manifest(j))
         for p in self.pods:
@@ -258,6 +264,7 @@ def podgroup_manifest(j: JobSpec) -> dict[str, Any]:
         spec["priorityClassName"] = j.priority_class
     if j.min_resources:
         spec["minResources"] = dict(j.min_resources)
+    spec.update(differential_topology.podgroup_spec(j))
     status: dict[str, Any] = {"phase": "Running" if j.running else "Pending"}
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
             "metadata": {"name": j.name, "namespace": NS}, "spec": spec, "status": status}
@@ -433,6 +440,7 @@ def extend_v115(world: World) -> World:
     plugins) join as they land."""
     rng = random.Random(f"v1.15-{world.seed}")
     world.root_queue = True
+    differential_topology.draw(world)
     for q in world.queues:
         if rng.random() < 0.3:
             q.priority = rng.choice([1, 5, 10])
@@ -832,6 +840,7 @@ class Plane:
         for pg in api.items(f"{VOLCANO_API}/namespaces/{NS}/podgroups"):
             api.delete(f"{VOLCANO_API}/namespaces/{NS}/podgroups/{pg['metadata']['name']}")
         api.delete("/api/v1/nodes")
+        differential_topology.clear(api)
         for q in api.items(f"{VOLCANO_API}/queues"):
             if q["metadata"]["name"] not in KEPT_QUEUES:
                 api.delete(f"{VOLCANO_API}/queues/{q['metadata']['name']}")
@@ -840,6 +849,7 @@ class Plane:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if not (api.items(f"/api/v1/namespaces/{NS}/pods") or api.items("/api/v1/nodes")
+                    or differential_topology.left(api)
                     or api.items(f"{VOLCANO_API}/namespaces/{NS}/podgroups")
                     or [q for q in api.items(f"{VOLCANO_API}/queues") if q["metadata"]["name"] not in KEPT_QUEUES]):
                 return
@@ -867,6 +877,8 @@ def populate(api: Api, world: World) -> None:
                         labels=labels, extra=extra)
             if m["spec"].get("taints"):
                 api.patch(f"/api/v1/nodes/{md['name']}", {"spec": {"taints": m["spec"]["taints"]}})
+        elif kind == "HyperNode":
+            api.create(m)
         elif kind == "PodGroup":
             api.create(m)  # PodGroups have no status subresource in v1.7.0's CRD: the phase stays
         elif kind == "Pod":
@@ -1121,6 +1133,9 @@ def compare(world: World, vc: Outcome, ts: Outcome) -> list[Diff]:
         na, nb = (vc.pods.get(p.name) or {}).get("node"), (ts.pods.get(p.name) or {}).get("node")
         if forced and na and nb and na != nb:
             diffs.append(Diff("forced-node", p.name, na, nb))
+    va, vb = differential_topology.violations(world, vc), differential_topology.violations(world, ts)
+    for name in sorted(va.keys() | vb.keys()):
+        diffs.append(Diff("hard-topology", name, va.get(name), vb.get(name)))
     return diffs
 
 

@@ -50,7 +50,8 @@ def test_worlds_are_reproducible_and_valid(seed: int, version: str) -> None:
     actions = [a.strip() for a in conf["actions"].split(",")]
     assert actions[:2] == ["enqueue", "allocate"] and set(actions) <= set(d.ACTIONS)
     plugins = {p["name"] for t in conf["tiers"] for p in t["plugins"]}
-    assert {"predicates", "nodeorder"} <= plugins <= set(d.PLUGINS) | ({"capacity"} if version == d.V115 else set())
+    assert {"predicates", "nodeorder"} <= plugins <= set(d.PLUGINS) | (
+        {"capacity", "network-topology-aware"} if version == d.V115 else set())
 
 
 def test_presets_are_valid_worlds() -> None:
@@ -151,7 +152,10 @@ def test_emulation_leaves_tidesched_as_it_was() -> None:
 def test_a_v115_world_is_the_v170_world_with_v115_fields_added() -> None:
     for seed in range(2000, 2040):
         old, new = d.generate(seed, d.V170), d.generate(seed, d.V115)
-        assert [p.name for p in old.pods] == [p.name for p in new.pods] and old.nodes == new.nodes
+        assert [p.name for p in old.pods] == [p.name for p in new.pods]
+        for n in new.nodes:  # HyperNodes may select nodes by a label of their own (differential_topology)
+            n.labels.pop("differential.tidesched.io/leaf", None)
+        assert old.nodes == new.nodes
         assert [q.name for q in old.queues] == [q.name for q in new.queues if q.name != "p1"]
         assert not old.root_queue and new.root_queue
     worlds = [d.generate(s) for s in range(2000, 2100)]
@@ -213,3 +217,77 @@ def test_recorded_v115_outcome_is_volcanos_ties_as_its_log_shows(name: str, ties
 
         choices = vc_choices(vc.log)
         assert d.compare(world, vc, d.local_run(world, guide=Guide(choices)))
+
+
+# -- HyperNodes and gangs held to a domain (differential_topology) ----------------------------
+
+
+def test_hypernode_worlds_are_drawn_in_a_share_and_reach_both_runs() -> None:
+    import differential_topology as topo
+
+    worlds = [d.generate(s) for s in range(3000, 3100)]
+    drawn = [w for w in worlds if w.hypernodes]
+    assert 15 <= len(drawn) <= 45  # a fair share, never all
+    assert not any(w.hypernodes for w in (d.generate(s, d.V170) for s in range(3000, 3100)))
+    kinds = {next(iter(m["selector"])) for w in drawn for h in w.hypernodes for m in h["spec"]["members"]}
+    assert kinds == {"exactMatch", "regexMatch", "labelMatch"}
+    assert any(h["spec"]["tier"] == 2 for w in drawn for h in w.hypernodes)
+    modes = {j.network_topology["mode"] for w in drawn for j in w.jobs if j.network_topology}
+    assert modes == {"hard", "soft"}
+    for w in drawn:
+        assert topo.PLUGIN in w.config
+        assert not any(j.network_topology for j in w.jobs if j.running)
+        again = d.World.from_json(json.loads(json.dumps(w.to_json())))
+        assert again.to_json() == w.to_json() == d.generate(w.seed).to_json()
+        kinds_made = [m["kind"] for m in w.manifests()]
+        assert kinds_made.count("HyperNode") == len(w.hypernodes)
+        assert kinds_made.index("HyperNode") > max(i for i, k in enumerate(kinds_made) if k == "Node")
+        pgs = {m["metadata"]["name"]: m for m in w.manifests() if m["kind"] == "PodGroup"}
+        for j in w.jobs:
+            assert pgs[j.name]["spec"].get("networkTopology") == j.network_topology
+        # Every leaf holds nodes; the tree is what tidesched's loader builds from the manifests.
+        assert all(nodes for tier, _, nodes in topo.domains(w))
+
+
+def test_the_local_replay_reads_the_hypernodes() -> None:
+    """A gang held to one leaf binds within the one leaf that holds it in the in-process replay;
+    the same world without HyperNodes spreads it (least requested first)."""
+    import differential_topology as topo
+
+    conf = d.yaml.safe_dump({"actions": "enqueue, allocate", "tiers": [
+        {"plugins": [{"name": "priority"}, {"name": "gang"}]},
+        {"plugins": [{"name": "predicates"}, {"name": "nodeorder"}, {"name": "network-topology-aware"}]}]})
+    nodes = [d.NodeSpec("node-0", 4000, 8192), d.NodeSpec("node-1", 4000, 16384), d.NodeSpec("node-2", 6000, 12288)]
+    pods = [d.PodSpec(f"j00-a-{i}", "j00", 3000, 1024) for i in range(2)]
+    w = d.World(1, "t", conf, nodes, [d.QueueSpec("q1")],
+                [d.JobSpec("j00", "q1", 2, network_topology={"mode": "hard", "highestTierAllowed": 1})], pods,
+                root_queue=True)
+    w.hypernodes = [topo.hypernode("leaf-0", 1, [topo._exact("Node", "node-0"), topo._exact("Node", "node-1")]),
+                    topo.hypernode("leaf-1", 1, [{"type": "Node", "selector": {"regexMatch": {"pattern": "^node-[2]$"}}}])]
+    out = d.local_run(w)
+    assert {out.pods[p.name]["node"] for p in pods} == {"node-2"}
+    assert topo.violations(w, out) == {}
+    w.hypernodes = []
+    spread = d.local_run(w)
+    assert len({spread.pods[p.name]["node"] for p in pods}) == 2
+
+
+def test_a_hard_gang_outside_its_domain_is_a_difference_even_when_both_agree() -> None:
+    import differential_topology as topo
+
+    nodes = [d.NodeSpec("node-0", 4000, 8192), d.NodeSpec("node-1", 4000, 8192), d.NodeSpec("node-2", 4000, 8192)]
+    pods = [d.PodSpec(f"j-a-{i}", "j", 1000, 512) for i in range(2)]
+    w = d.World(1, "t", "", nodes, [d.QueueSpec("q1")],
+                [d.JobSpec("j", "q1", 2, network_topology={"mode": "hard", "highestTierAllowed": 1})], pods)
+    w.hypernodes = [topo.hypernode("leaf-0", 1, [topo._exact("Node", "node-0"), topo._exact("Node", "node-1")]),
+                    topo.hypernode("leaf-1", 1, [topo._exact("Node", "node-2")]),
+                    topo.hypernode("spine-0", 2, [topo._exact("HyperNode", "leaf-0"), topo._exact("HyperNode", "leaf-1")])]
+    inside = _outcome({"j-a-0": ("node-0", False), "j-a-1": ("node-1", False)}, {"j": "Running"})
+    across = _outcome({"j-a-0": ("node-1", False), "j-a-1": ("node-2", False)}, {"j": "Running"})
+    assert d.compare(w, inside, inside) == []
+    diffs = d.compare(w, across, across)
+    assert [(x.what, x.subject) for x in diffs] == [("hard-topology", "j")]
+    w.jobs[0].network_topology = {"mode": "hard", "highestTierAllowed": 2}  # the spine holds both
+    assert d.compare(w, across, across) == []
+    w.jobs[0].network_topology = {"mode": "soft", "highestTierAllowed": 1}  # soft promises nothing
+    assert d.compare(w, across, across) == []
