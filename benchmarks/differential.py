@@ -92,6 +92,7 @@ from cluster import (  # noqa: E402
 from controlplane import Api, ApiError, ControlPlane, find_assets  # noqa: E402
 from volcano import V115, V170, find_volcano, install_volcano_crds, start_vc_scheduler  # noqa: E402
 
+import differential_claims  # noqa: E402
 import differential_topology  # noqa: E402
 
 NS = "diff"
@@ -134,6 +135,7 @@ class PodSpec:
     tolerations: list[dict[str, str]] = field(default_factory=list)
     node: str | None = None  # bound and Running when the world starts
     preemptable: bool | None = None  # volcano.sh/preemptable annotation; None: absent (true)
+    claim_template: str | None = None  # a DRA claim made from this template (differential_claims)
 
 
 @dataclass
@@ -174,6 +176,7 @@ class World:
     # both schedulers' planes (and the in-process replay) so that both see the same queues.
     root_queue: bool = False
     hypernodes: list[dict[str, Any]] = field(default_factory=list)  # manifests (differential_topology)
+    dra: list[dict[str, Any]] = field(default_factory=list)  # manifests (differential_claims)
 
     # -- views ----------------------------------------------------------------------------
 
@@ -197,6 +200,7 @@ class World:
             d.get("note", ""),
             d.get("root_queue", False),
             d.get("hypernodes", []),
+            d.get("dra", []),
         )
 
     def manifests(self) -> list[dict[str, Any]]:
@@ -212,10 +216,13 @@ class World:
         for n in self.nodes:
             out.append(node_manifest(n))
         out.extend(copy.deepcopy(self.hypernodes))
+        out.extend(copy.deepcopy(self.dra))
         for j in sorted(self.jobs, key=lambda j: j.name):
             out.append(podgroup_manifest(j))
         for p in self.pods:
             out.append(pod_manifest(p, self.job(p.job)))
+            if p.claim_template:
+                out.append(differential_claims.claim_manifest(p, NS))
         return out
 
 
@@ -305,6 +312,11 @@ def pod_manifest(p: PodSpec, job: JobSpec) -> dict[str, Any]:
         ann["volcano.sh/preemptable"] = "true" if p.preemptable else "false"
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
                             "metadata": {"name": p.name, "namespace": NS, "annotations": ann}, "spec": spec}
+    extra_spec, extra_status = differential_claims.pod_parts(p)
+    if extra_spec:
+        spec.update(extra_spec)
+        spec["containers"][0]["resources"]["claims"] = [{"name": c["name"]} for c in extra_spec["resourceClaims"]]
+        body["status"] = extra_status
     if p.node:
         body["status"] = {"phase": "Running"}
     return body
@@ -436,11 +448,18 @@ def extend_v115(world: World) -> World:
     ``priority``; the capacity plugin in place of proportion (queues with ``deserved`` and
     ``guarantee``), in a third of those worlds with a queue hierarchy (``spec.parent``,
     ``enableHierarchy``: the key v1.15.1 reads; it ignores tidesched's other spelling).
-    Features still being built (scheduling gates, PVCs, HyperNodes, the new actions and
-    plugins) join as they land."""
-    rng = random.Random(f"v1.15-{world.seed}")
+    HyperNodes and gangs held to them (``differential_topology``) and DRA claims
+    (``differential_claims``), each from a random stream of its own. Features still being built
+    (scheduling gates, PVCs, the new actions and plugins) join as they land."""
     world.root_queue = True
     differential_topology.draw(world)
+    _extend_queues(world)
+    differential_claims.draw(world)  # after the queue draws: it looks for proportion
+    return world
+
+
+def _extend_queues(world: World) -> None:
+    rng = random.Random(f"v1.15-{world.seed}")
     for q in world.queues:
         if rng.random() < 0.3:
             q.priority = rng.choice([1, 5, 10])
@@ -448,7 +467,7 @@ def extend_v115(world: World) -> World:
     tier2 = conf["tiers"][-1]["plugins"]
     names = [p["name"] for p in tier2]
     if "proportion" not in names or rng.random() >= 0.35:
-        return world
+        return
     hierarchical = len(world.queues) >= 2 and rng.random() < 0.35
     capacity: dict[str, Any] = {"name": "capacity"}
     if hierarchical:
@@ -466,7 +485,6 @@ def extend_v115(world: World) -> World:
             q.parent = parent.name
         world.queues.insert(0, parent)  # created before its children
     world.config = yaml.safe_dump(conf, sort_keys=False)
-    return world
 
 
 def _generate_v170(seed: int) -> World:
@@ -841,6 +859,7 @@ class Plane:
             api.delete(f"{VOLCANO_API}/namespaces/{NS}/podgroups/{pg['metadata']['name']}")
         api.delete("/api/v1/nodes")
         differential_topology.clear(api)
+        differential_claims.clear(api, NS)
         for q in api.items(f"{VOLCANO_API}/queues"):
             if q["metadata"]["name"] not in KEPT_QUEUES:
                 api.delete(f"{VOLCANO_API}/queues/{q['metadata']['name']}")
@@ -849,7 +868,7 @@ class Plane:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if not (api.items(f"/api/v1/namespaces/{NS}/pods") or api.items("/api/v1/nodes")
-                    or differential_topology.left(api)
+                    or differential_topology.left(api) or differential_claims.left(api, NS)
                     or api.items(f"{VOLCANO_API}/namespaces/{NS}/podgroups")
                     or [q for q in api.items(f"{VOLCANO_API}/queues") if q["metadata"]["name"] not in KEPT_QUEUES]):
                 return
@@ -879,12 +898,16 @@ def populate(api: Api, world: World) -> None:
                 api.patch(f"/api/v1/nodes/{md['name']}", {"spec": {"taints": m["spec"]["taints"]}})
         elif kind == "HyperNode":
             api.create(m)
+        elif kind in differential_claims.KINDS:
+            differential_claims.create(api, m)
         elif kind == "PodGroup":
             api.create(m)  # PodGroups have no status subresource in v1.7.0's CRD: the phase stays
         elif kind == "Pod":
             status = m.pop("status", None)
             api.create(m)
-            if status:
+            if status and "phase" not in status:  # a claim's name, as the resourceclaim controller writes it
+                api.patch(f"/api/v1/namespaces/{NS}/pods/{m['metadata']['name']}/status", {"status": status})
+            elif status:
                 now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 api.patch(f"/api/v1/namespaces/{NS}/pods/{m['metadata']['name']}/status", {"status": {
                     **status, "startTime": now,
@@ -1032,6 +1055,7 @@ def _local_run(world: World, *, config: str | None, max_sessions: int,
         manifests = [Manifest(f"{m['kind']}/{m['metadata']['name']}", m) for m in objs]
         _ssn, d = schedule_manifests(manifests, cfg, now=base + 100 + n)
         changed = False
+        differential_claims.apply_writes(objs, d)
         for key, node in d.bound.items():
             p = pods[key.split("/", 1)[1]]
             p["spec"]["nodeName"] = node

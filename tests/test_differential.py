@@ -291,3 +291,70 @@ def test_a_hard_gang_outside_its_domain_is_a_difference_even_when_both_agree() -
     assert d.compare(w, across, across) == []
     w.jobs[0].network_topology = {"mode": "soft", "highestTierAllowed": 1}  # soft promises nothing
     assert d.compare(w, across, across) == []
+
+
+# -- DRA claims (differential_claims) -----------------------------------------------------------
+
+
+def test_claim_worlds_are_drawn_in_a_share_without_proportion_and_reach_both_runs() -> None:
+    import differential_claims as claims
+
+    worlds = [d.generate(s) for s in range(3000, 3100)]
+    drawn = [w for w in worlds if w.dra]
+    assert 10 <= len(drawn) <= 40
+    assert not any(w.dra for w in (d.generate(s, d.V170) for s in range(3000, 3100)))
+    assert any("capacity" in w.config for w in drawn)  # capacity allocates claims in v1.15.1; proportion not
+    for w in drawn:
+        conf = d.yaml.safe_load(w.config)
+        plugins = {p["name"]: p for t in conf["tiers"] for p in t["plugins"]}
+        assert "proportion" not in plugins
+        assert plugins["predicates"]["arguments"]["predicate.DynamicResourceAllocationEnable"] is True
+        assert d.World.from_json(json.loads(json.dumps(w.to_json()))).to_json() == w.to_json()
+        objs = w.manifests()
+        pods = {m["metadata"]["name"]: m for m in objs if m["kind"] == "Pod"}
+        made = {m["metadata"]["name"]: m for m in objs if m["kind"] == "ResourceClaim"}
+        assert {"DeviceClass", "ResourceSlice", "ResourceClaimTemplate"} <= {m["kind"] for m in objs}
+        for p in w.pods:
+            if not p.claim_template:
+                assert "resourceClaims" not in pods[p.name]["spec"]
+                continue
+            assert not p.node  # only pending pods claim
+            m = pods[p.name]
+            assert m["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": p.claim_template}]
+            assert m["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName": claims.claim_name(p)}]
+            owner = made[claims.claim_name(p)]["metadata"]["ownerReferences"][0]
+            assert owner["name"] == p.name and owner["controller"] is True
+            # created after its pod: the plane reads the pod's uid for the owner reference
+            assert list(pods).index(p.name) < [m["metadata"]["name"] for m in objs].index(claims.claim_name(p))
+
+
+def _claim_world(slices: dict[str, int]) -> d.World:
+    import differential_claims as claims
+
+    conf = d.yaml.safe_dump({"actions": "enqueue, allocate", "tiers": [
+        {"plugins": [{"name": "priority"}, {"name": "gang"}]},
+        {"plugins": [{"name": "predicates", "arguments": {"predicate.DynamicResourceAllocationEnable": True}},
+                     {"name": "nodeorder"}]}]})
+    nodes = [d.NodeSpec("node-0", 8000, 16384), d.NodeSpec("node-1", 4000, 8192)]
+    pods = [d.PodSpec(f"j00-a-{i}", "j00", 500, 512, claim_template="one") for i in range(3)]
+    w = d.World(1, "t", conf, nodes, [d.QueueSpec("q1")], [d.JobSpec("j00", "q1", 1)], pods, root_queue=True)
+    w.dra = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": claims.CLASS},
+              "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{claims.DRIVER}"'}}]}}]
+    for node, n in slices.items():
+        w.dra.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
+                      "spec": {"driver": claims.DRIVER, "nodeName": node,
+                               "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                               "devices": [{"name": f"gpu-{j}"} for j in range(n)]}})
+    w.dra += claims.templates(d.NS)
+    return w
+
+
+def test_the_local_replay_allocates_the_claims_from_their_templates() -> None:
+    """Three pods claiming one GPU each, two GPUs published on node-1 only: two bind there (the
+    replay reads the devices, the templates and the claims made for the pods), the third waits."""
+    w = _claim_world({"node-1": 2})
+    out = d.local_run(w)
+    nodes = sorted(str(out.pods[p.name]["node"]) for p in w.pods)
+    assert nodes == ["None", "node-1", "node-1"]
+    w = _claim_world({"node-1": 2, "node-0": 1})
+    assert all(d.local_run(w).pods[p.name]["node"] for p in w.pods)
