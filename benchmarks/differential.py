@@ -147,6 +147,7 @@ class JobSpec:
     running: bool = False  # PodGroup Running with its pods bound (else Pending, pods waiting)
     min_resources: dict[str, str] | None = None
     network_topology: dict[str, Any] | None = None  # spec.networkTopology (differential_topology)
+    sub_groups: list[dict[str, Any]] | None = None  # spec.subGroupPolicy (differential_topology)
 
 
 @dataclass
@@ -312,6 +313,8 @@ def pod_manifest(p: PodSpec, job: JobSpec) -> dict[str, Any]:
         ann["volcano.sh/preemptable"] = "true" if p.preemptable else "false"
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
                             "metadata": {"name": p.name, "namespace": NS, "annotations": ann}, "spec": spec}
+    if labels := differential_topology.pod_labels(p.name, job):
+        body["metadata"]["labels"] = labels
     extra_spec, extra_status = differential_claims.pod_parts(p)
     if extra_spec:
         spec.update(extra_spec)

@@ -12,9 +12,13 @@ other draw of a seed stays as it was):
   the leaves (all of them, or all but the last);
 * the ``network-topology-aware`` plugin in the last tier, sometimes with v1.15.1's arguments
   (``weight``, ``hypernode.binpack.cpu`` / ``.memory``, ``hypernode.binpack.normal-pod.enable`` /
-  ``.fading``);
+  ``.fading``); with preempt, its ``enableNetworkTopologyPreemption: false`` (Volcano v1.15.1's
+  preempt skips a job with a network topology; tidesched's preempts inside its HyperNode unless
+  told so);
 * on about half of the pending PodGroups ``spec.networkTopology``: ``mode`` hard or soft and
-  ``highestTierAllowed`` 1 or 2 (2 without a spine is the cluster top's tier).
+  ``highestTierAllowed`` 1 or 2 (2 without a spine is the cluster top's tier); a third of those
+  with a ``subGroupPolicy`` (pods labelled ``volcano.sh/partition-id``, one sub-group per
+  partition of one or two pods, each hard within a leaf, ``minSubGroups`` drawn).
 
 vc-scheduler v1.15.1 reads HyperNodes without a feature gate or flag (its cache watches them when
 the CRD is served: the planes install all of Volcano's CRDs, ``topology.volcano.sh_hypernodes``
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 TOPOLOGY_API = "topology.volcano.sh/v1alpha1"
 HYPERNODES = f"/apis/{TOPOLOGY_API}/hypernodes"
 LEAF_LABEL = "differential.tidesched.io/leaf"
+PARTITION_LABEL = "volcano.sh/partition-id"
 PLUGIN = "network-topology-aware"
 SHARE = 0.3  # of the worlds that get HyperNodes
 
@@ -99,12 +104,26 @@ def draw(world: World) -> None:
         if args:
             plugin["arguments"] = args
     conf["tiers"][-1]["plugins"].append(plugin)
+    if "preempt" in conf["actions"]:
+        # tidesched's preempt keeps a constrained gang's room inside its HyperNode; Volcano
+        # v1.15.1's does not preempt for a job with a network topology at all: its side, by the
+        # documented switch (docs/topology.md).
+        conf.setdefault("configurations", []).append(
+            {"name": "preempt", "arguments": {"enableNetworkTopologyPreemption": False}})
     world.config = yaml.safe_dump(conf, sort_keys=False)
 
     for j in world.jobs:
         if not j.running and rng.random() < 0.5:
             j.network_topology = {"mode": rng.choice(["hard", "hard", "soft"]),
                                   "highestTierAllowed": rng.choice([1, 1, 2])}
+            pods = len(world.pods_of(j.name))
+            if pods >= 2 and rng.random() < 0.35:
+                # Partitions as Volcano's Job controller writes a task's partitionPolicy: pods
+                # labelled by partition, one sub-group per label value, each held to a leaf.
+                size = rng.choice([s for s in (1, 2) if pods % s == 0])
+                j.sub_groups = [{"name": "part", "matchLabelKeys": [PARTITION_LABEL], "subGroupSize": size,
+                                 "minSubGroups": rng.randint(1, pods // size),
+                                 "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}]
 
 
 # -- what a world's HyperNodes hold ----------------------------------------------------------
@@ -138,30 +157,53 @@ def domains(world: World) -> list[tuple[int, str, set[str]]]:
     return out
 
 
+def _breach(doms: list[tuple[int, str, set[str]]], nt: dict[str, Any] | None, placed: set[str]) -> str:
+    if not nt or nt.get("mode", "hard") != "hard" or nt.get("highestTierAllowed") is None or not placed:
+        return ""
+    if any(tier <= nt["highestTierAllowed"] and placed <= nodes for tier, _, nodes in doms):
+        return ""
+    return f"pods on {', '.join(sorted(placed))}: in no HyperNode of tier <= {nt['highestTierAllowed']}"
+
+
 def violations(world: World, out: Outcome) -> dict[str, str]:
-    """Job name -> what breaks its hard constraint in ``out`` (bound pods in no one HyperNode of
-    an allowed tier); jobs that keep theirs are left out."""
+    """Job name -> what breaks its hard constraint, or a hard constraint of one of its partitions,
+    in ``out`` (bound pods in no one HyperNode of an allowed tier); jobs that keep theirs are left
+    out."""
     if not world.hypernodes:
         return {}
     doms = domains(world)
     res: dict[str, str] = {}
     for j in world.jobs:
-        nt = j.network_topology
-        if not nt or nt.get("mode", "hard") != "hard" or nt.get("highestTierAllowed") is None:
-            continue
-        placed = {(out.pods.get(p.name) or {}).get("node") for p in world.pods_of(j.name)}
-        placed.discard(None)
-        if not placed:
-            continue
-        allowed = [name for tier, name, nodes in doms if tier <= nt["highestTierAllowed"] and placed <= nodes]
-        if not allowed:
-            res[j.name] = f"pods on {', '.join(sorted(placed))}: in no HyperNode of tier <= {nt['highestTierAllowed']}"
+        where = {p.name: (out.pods.get(p.name) or {}).get("node") for p in world.pods_of(j.name)}
+        problems = [_breach(doms, j.network_topology, {n for n in where.values() if n})]
+        for sg in j.sub_groups or []:
+            parts: dict[str, set[str]] = {}
+            for p in world.pods_of(j.name):
+                if where[p.name]:
+                    parts.setdefault(partition(p.name, sg), set()).add(where[p.name])
+            problems += [f"partition {k}: {b}" for k, nodes in sorted(parts.items())
+                         if (b := _breach(doms, sg.get("networkTopology"), nodes))]
+        if any(problems):
+            res[j.name] = "; ".join(x for x in problems if x)
     return res
+
+
+def partition(pod: str, sub_group: dict[str, Any]) -> str:
+    """A pod's partition: its replica index (the name's last part) by the sub-group's size."""
+    return str(int(pod.rpartition("-")[2]) // sub_group["subGroupSize"])
 
 
 def podgroup_spec(j: JobSpec) -> dict[str, Any]:
     """What the draw adds to a PodGroup's spec."""
-    return {"networkTopology": dict(j.network_topology)} if j.network_topology else {}
+    spec: dict[str, Any] = {"networkTopology": dict(j.network_topology)} if j.network_topology else {}
+    if j.sub_groups:
+        spec["subGroupPolicy"] = [dict(sg) for sg in j.sub_groups]
+    return spec
+
+
+def pod_labels(pod: str, j: JobSpec) -> dict[str, str]:
+    """What the draw adds to a pod's labels (its partition, in a job with sub-groups)."""
+    return {PARTITION_LABEL: partition(pod, j.sub_groups[0])} if j.sub_groups else {}
 
 
 # -- a plane between worlds -------------------------------------------------------------------

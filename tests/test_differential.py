@@ -234,6 +234,7 @@ def test_hypernode_worlds_are_drawn_in_a_share_and_reach_both_runs() -> None:
     assert any(h["spec"]["tier"] == 2 for w in drawn for h in w.hypernodes)
     modes = {j.network_topology["mode"] for w in drawn for j in w.jobs if j.network_topology}
     assert modes == {"hard", "soft"}
+    assert any(j.sub_groups for w in drawn for j in w.jobs)
     for w in drawn:
         assert topo.PLUGIN in w.config
         assert not any(j.network_topology for j in w.jobs if j.running)
@@ -243,8 +244,14 @@ def test_hypernode_worlds_are_drawn_in_a_share_and_reach_both_runs() -> None:
         assert kinds_made.count("HyperNode") == len(w.hypernodes)
         assert kinds_made.index("HyperNode") > max(i for i, k in enumerate(kinds_made) if k == "Node")
         pgs = {m["metadata"]["name"]: m for m in w.manifests() if m["kind"] == "PodGroup"}
+        pods = {m["metadata"]["name"]: m for m in w.manifests() if m["kind"] == "Pod"}
         for j in w.jobs:
             assert pgs[j.name]["spec"].get("networkTopology") == j.network_topology
+            assert pgs[j.name]["spec"].get("subGroupPolicy") == j.sub_groups
+            if j.sub_groups:  # every partition whole, each pod labelled with its own
+                size = j.sub_groups[0]["subGroupSize"]
+                labels = [pods[p.name]["metadata"]["labels"][topo.PARTITION_LABEL] for p in w.pods_of(j.name)]
+                assert labels == [str(i // size) for i in range(len(labels))] and len(labels) % size == 0
         # Every leaf holds nodes; the tree is what tidesched's loader builds from the manifests.
         assert all(nodes for tier, _, nodes in topo.domains(w))
 

@@ -39,6 +39,17 @@ def constrained(ssn: "Session", job: "JobInfo") -> bool:
     return topo.ready and topo.tree.has_hypernodes and tier is not None and tier < topo.top_tier
 
 
+def states_network_topology(job: "JobInfo") -> bool:
+    """Volcano's ContainsNetworkTopology: the PodGroup, or one of its sub-groups, states a
+    networkTopology (hard or soft)."""
+    topo = job.pod_group.topology if job.pod_group is not None else None
+    if topo is None:
+        return False
+    if topo.network_topology is not None:
+        return True
+    return job.sub_jobs is not None and any(s.network_topology is not None for s in job.sub_jobs.by_uid.values())
+
+
 def held_domain(ssn: "Session", job: "JobInfo") -> str:
     """The widest HyperNode the gang may use around where it runs ("" when it runs nowhere)."""
     topo = ssn.topology

@@ -39,6 +39,11 @@ Rules (Volcano actions/preempt, restated):
   victim never removed is never reconsidered. Without budgets the order is as before.)
 * Normal preemption does not look at PodDisruptionBudgets (neither does Volcano's); the
   Eviction API still refuses an eviction a budget does not allow (K8S-2).
+* **Gangs with a network topology** (``enableNetworkTopologyPreemption``, tidesched's own,
+  default true): a gang held to a HyperNode preempts inside one (above, ``actions/evict_domain.py``).
+  ``false`` gives Volcano v1.15.1's rule: a job whose PodGroup or any of its sub-groups states a
+  ``networkTopology`` (hard or soft) does not preempt at all, in either phase (its preempt.go,
+  volcano-sh/volcano#4374).
 * Arguments (``configurations: - name: preempt``): ``predicateErrorCacheEnable`` is
   accepted and ignored (our predicate results are exact per call, nothing is cached
   across tasks); ``topologyAwarePreemptWorkerNum`` is accepted and ignored (the dry run is
@@ -52,7 +57,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from tidesched.actions.evict_domain import constrained, held_domain, within_best_domain
+from tidesched.actions.evict_domain import constrained, held_domain, states_network_topology, within_best_domain
 from tidesched.actions.pdb import BudgetView, budget_view
 from tidesched.actions.starving import starving_turns
 from tidesched.actions.victims import (
@@ -88,6 +93,7 @@ class PreemptOptions:
     min_candidate_percentage: int = 10
     min_candidate_absolute: int = 1
     max_candidate_absolute: int = 100
+    network_topology: bool = True  # enableNetworkTopologyPreemption (false: Volcano v1.15.1's skip)
 
     @classmethod
     def from_session(cls, ssn: "Session") -> "PreemptOptions":
@@ -102,6 +108,7 @@ class PreemptOptions:
             min_candidate_percentage=args.get_int("minCandidateNodesPercentage", 10),
             min_candidate_absolute=args.get_int("minCandidateNodesAbsolute", 1),
             max_candidate_absolute=args.get_int("maxCandidateNodesAbsolute", 100),
+            network_topology=args.get_bool("enableNetworkTopologyPreemption", True),
         )
 
     def num_candidates(self, nodes: int) -> int:
@@ -116,7 +123,7 @@ class PreemptOptions:
 
 def execute(ssn: "Session") -> None:
     opts = PreemptOptions.from_session(ssn)
-    turns = starving_turns(ssn)
+    turns = starving_turns(ssn, skip=None if opts.network_topology else states_network_topology)
     preemptor_jobs = turns.starving  # by queue (a queue's uid is its name)
     preemptor_tasks: dict[str, PriorityQueue] = {}
     under_request: dict[str, list["JobInfo"]] = {}

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from tidesched.framework.queues import PriorityQueue
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from tidesched.framework.session import Session
     from tidesched.model.infos import JobInfo
 
@@ -22,7 +24,7 @@ class Turns:
     jobs: list["JobInfo"] = field(default_factory=list)  # the starving jobs, as found
 
 
-def starving_turns(ssn: "Session") -> Turns:
+def starving_turns(ssn: "Session", skip: "Callable[[JobInfo], bool] | None" = None) -> Turns:
     turns = Turns(PriorityQueue(ssn.queue_order_less))
     seen: set[str] = set()
     for job in ssn.jobs.values():
@@ -37,7 +39,7 @@ def starving_turns(ssn: "Session") -> Turns:
         if queue.uid not in seen:
             seen.add(queue.uid)
             turns.queues.push(queue)
-        if ssn.job_starving(job):
+        if ssn.job_starving(job) and not (skip is not None and skip(job)):
             turns.starving.setdefault(queue.uid, PriorityQueue(ssn.job_order_less)).push(job)
             turns.jobs.append(job)
     return turns
