@@ -16,6 +16,7 @@ the session's, and emptied between worlds. About two and a half minutes on two c
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -32,10 +33,14 @@ from differential_deliberate import DELIBERATE  # noqa: E402
 
 # Random worlds chosen to cover what the presets do not, with what Volcano v1.15 adds: the capacity
 # plugin with a queue hierarchy (2004, 2009, 2027: deserved, guarantee, parents, with preempt and
-# reclaim, GPUs), queue priority with preempt and reclaim (2030, 2041), and 1008, where
-# vc-scheduler's Preemptable refills an empty intersection (volcano-sh/volcano#5963) and tidesched
-# does not, on purpose: its mismatch must come out explained as that.
-SEEDS = (1008, 2004, 2009, 2027, 2030, 2041)
+# reclaim, GPUs), queue priority with preempt and reclaim (2030, 2041), HyperNodes (3112: hard and
+# soft gangs with preempt, where v1.15.1 does not preempt for them; 3124: regex and label members,
+# a spine, partitions; 2009 and 2027 have some too), DRA claims with capacity (3058).
+SEEDS = (2004, 2009, 2027, 2030, 2041, 3058, 3112, 3124)
+# Seed 1008 as recorded before HyperNodes joined its draw (tests/data/differential): vc-scheduler's
+# Preemptable refills an empty intersection (volcano-sh/volcano#5963) and tidesched does not, on
+# purpose: its mismatch must come out explained as that.
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "differential" / "v115-seed-1008.json"
 
 
 def _required(what: str, missing: str) -> None:
@@ -53,6 +58,7 @@ def test_no_unexplained_difference_from_vc_scheduler(tmp_path: Path) -> None:
         _required("Volcano's vc-scheduler", vc_missing)
     assert assets is not None and volcano is not None
     worlds = [differential.for_version(make(1), V115) for make in differential.PRESETS.values()]
+    worlds.append(differential.World.from_json(json.loads(RECORDED.read_text())["world"]))
     worlds += [differential.generate(s, V115) for s in SEEDS]
     lines: list[str] = []
     verdicts = differential.run_worlds(
