@@ -92,6 +92,8 @@ from cluster import (  # noqa: E402
 from controlplane import Api, ApiError, ControlPlane, find_assets  # noqa: E402
 from volcano import V115, V170, find_volcano, install_volcano_crds, start_vc_scheduler  # noqa: E402
 
+import differential_objects  # noqa: E402
+
 NS = "diff"
 VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -170,6 +172,8 @@ class World:
     # The ``root`` Queue as vc-scheduler v1.15 creates it at start (reclaimable false), made in
     # both schedulers' planes (and the in-process replay) so that both see the same queues.
     root_queue: bool = False
+    # Gates, claims and budgets (differential_objects): JSON, turned into manifests there.
+    objects: dict[str, Any] = field(default_factory=dict)
 
     # -- views ----------------------------------------------------------------------------
 
@@ -192,6 +196,7 @@ class World:
             [PodSpec(**p) for p in d["pods"]],
             d.get("note", ""),
             d.get("root_queue", False),
+            d.get("objects") or {},
         )
 
     def manifests(self) -> list[dict[str, Any]]:
@@ -210,7 +215,7 @@ class World:
             out.append(podgroup_manifest(j))
         for p in self.pods:
             out.append(pod_manifest(p, self.job(p.job)))
-        return out
+        return differential_objects.decorate(self, out)
 
 
 def quantity_cpu(milli: int) -> str:
@@ -431,6 +436,7 @@ def extend_v115(world: World) -> World:
     ``enableHierarchy``: the key v1.15.1 reads; it ignores tidesched's other spelling).
     Features still being built (scheduling gates, PVCs, HyperNodes, the new actions and
     plugins) join as they land."""
+    differential_objects.draw(world)  # gates, claims, budgets: a random stream of their own
     rng = random.Random(f"v1.15-{world.seed}")
     world.root_queue = True
     for q in world.queues:
@@ -815,12 +821,14 @@ class Plane:
             self.cp.cleanup()
             raise
         self.used = False
+        self.pv_controller: Any = None  # differential_objects.PVController, once a world needs one
 
     @property
     def api(self) -> Api:
         return self.cp.admin
 
     def close(self) -> None:
+        differential_objects.close(self)
         self.cp.cleanup()
 
     def reset(self) -> None:
@@ -839,7 +847,7 @@ class Plane:
             api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            if not (api.items(f"/api/v1/namespaces/{NS}/pods") or api.items("/api/v1/nodes")
+            if differential_objects.reset(api) and not (api.items(f"/api/v1/namespaces/{NS}/pods") or api.items("/api/v1/nodes")
                     or api.items(f"{VOLCANO_API}/namespaces/{NS}/podgroups")
                     or [q for q in api.items(f"{VOLCANO_API}/queues") if q["metadata"]["name"] not in KEPT_QUEUES]):
                 return
@@ -877,6 +885,8 @@ def populate(api: Api, world: World) -> None:
                 api.patch(f"/api/v1/namespaces/{NS}/pods/{m['metadata']['name']}/status", {"status": {
                     **status, "startTime": now,
                     "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}})
+        else:
+            differential_objects.populate_object(api, m)
 
 
 def _fingerprint(api: Api) -> tuple[Any, ...]:
@@ -910,6 +920,7 @@ def run_world(plane: Plane, world: World, which: str, opts: Options, workdir: Pa
     plane.used = True
     api = plane.api
     populate(api, world)
+    differential_objects.prepare(plane, world)
     workdir.mkdir(parents=True, exist_ok=True)
     # Not beside the log: vc-scheduler watches its configuration's directory and reloads on
     # every write there.
@@ -926,10 +937,12 @@ def run_world(plane: Plane, world: World, which: str, opts: Options, workdir: Pa
     try:
         if which == "vc-scheduler":
             proc = start_vc_scheduler(plane.cp, plane.volcano, workdir, conf, log_name=log.name,
-                                      args=(f"--schedule-period={period}", "-v=4"))
+                                      args=(f"--schedule-period={period}", "-v=4",
+                                            *differential_objects.SCHEDULER_ARGS))
             sessions, pattern, min_sessions = (lambda: _count(log, _VC_SESSION)), _VC_SESSION, 2
         else:
-            tide = Scheduler(plane.tidesched_kubeconfig, conf, log, period=period).start()
+            tide = Scheduler(plane.tidesched_kubeconfig, conf, log, list(differential_objects.SCHEDULER_ARGS),
+                             period=period).start()
             tide.wait_ready()
             sessions, pattern, min_sessions = (lambda: _count(log, _TS_SESSION)), _TS_SESSION, 1
         del pattern
@@ -1018,7 +1031,9 @@ def _local_run(world: World, *, config: str | None, max_sessions: int,
     n = 0
     for n in range(1, max_sessions + 1):
         manifests = [Manifest(f"{m['kind']}/{m['metadata']['name']}", m) for m in objs]
-        _ssn, d = schedule_manifests(manifests, cfg, now=base + 100 + n)
+        _ssn, d = schedule_manifests(manifests, cfg, now=base + 100 + n,
+                                     ignored_provisioners=differential_objects.SCHEDULER_ARGS[1:])
+        differential_objects.after_session(objs, d)
         changed = False
         for key, node in d.bound.items():
             p = pods[key.split("/", 1)[1]]
@@ -1117,7 +1132,7 @@ def compare(world: World, vc: Outcome, ts: Outcome) -> list[Diff]:
         if qa[q] != qb[q]:
             diffs.append(Diff("queue-bound", q, qa[q], qb[q]))
     for p in world.pods:
-        forced = forced_node(world, p)
+        forced = forced_node(world, p) or differential_objects.pinned_node(world, p.name)
         na, nb = (vc.pods.get(p.name) or {}).get("node"), (ts.pods.get(p.name) or {}).get("node")
         if forced and na and nb and na != nb:
             diffs.append(Diff("forced-node", p.name, na, nb))
