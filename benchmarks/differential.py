@@ -949,12 +949,16 @@ def run_world(plane: Plane, world: World, which: str, opts: Options, workdir: Pa
         last: Any = None
         changed = time.monotonic()
         settled = False
+        lifted: set[str] = set()
         while True:
             fp = _fingerprint(api)
             now = time.monotonic()
             if fp != last:
                 last, changed = fp, now
             elif now - changed >= opts.quiet and sessions() >= min_sessions:
+                if differential_objects.lift_gates(api, world, lifted):  # then settle again
+                    changed = now
+                    continue
                 settled = True
                 break
             if now - t0 > opts.timeout:
@@ -1063,6 +1067,8 @@ def _local_run(world: World, *, config: str | None, max_sessions: int,
             for key, node in sorted(d.pipelined.items()):
                 trace(f"session {n}: pipelined {key.split('/', 1)[1]} -> {node}")
         quiet = 0 if changed else quiet + 1
+        if quiet >= 2 and differential_objects.lift_local_gates(world, pods):
+            quiet = 0
         if quiet >= 2:
             break
     out = {name: {"node": p["spec"].get("nodeName"), "phase": (p.get("status") or {}).get("phase", ""),

@@ -1,10 +1,12 @@
 """The world's objects beyond Node, Queue, PodGroup and Pod that Volcano v1.15.1 reads and v1.7.0
 did not (issue 33 item 3), for the differential runs of ``benchmarks/differential.py``:
 
-* **Scheduling gates** (``spec.schedulingGates``) on some pending pods, gates no one lifts:
-  vc-scheduler v1.15.1 never places a gated pod (allocate, backfill, preempt, reclaim skip
-  ``SchGated`` tasks) and leaves a gated pod's requests out of what its admitted job reserves in
-  its queue (``DeductSchGatedResources``). The gate is not Volcano's own
+* **Scheduling gates** (``spec.schedulingGates``) on some pending pods: vc-scheduler v1.15.1
+  never places a gated pod (allocate, backfill, preempt, reclaim skip ``SchGated`` tasks) and
+  leaves a gated pod's requests out of what its admitted job reserves in its queue
+  (``DeductSchGatedResources``). Some gates stay; some (``lift``) the harness lifts once both
+  schedulers have settled, and both settle again: the same state in both when those pods become
+  schedulable, so the outcome does not hang on when the gate went. The gate is not Volcano's own
   (``scheduling.volcano.sh/queue-allocation-gate``, which only matters with the feature
   ``SchedulingGatesQueueAdmission``, off by default, and its webhook).
 * **PersistentVolumeClaims** on some pending pods: a claim already bound to a local PV (the
@@ -23,9 +25,16 @@ did not (issue 33 item 3), for the differential runs of ``benchmarks/differentia
   (``disruptionsAllowed`` = ready pods − minAvailable). No disruption controller runs, so the
   status stays as written while schedulers evict (both schedulers see the same budgets; a live
   controller would lower them at its own pace, which no comparison survives).
+* **A ResourceQuota** on ``cpu`` in the worlds' namespace, with the ``resourcequota`` plugin
+  (its JobEnqueueable: ``status.used`` + the PodGroup's ``minResources`` within ``status.hard``),
+  drawn only where every pod asks for cpu (the quota admission takes no other pod) and at least
+  as large as all pods ask for (the admission counts each pod as created, and refuses one over
+  the limit). The plane writes the status as the quota controller first does (``hard``, nothing
+  used); the admission then adds every pod; no quota controller runs, so ``used`` stays while
+  pods are evicted, in both planes and in the replay.
 
-Drawn from a stream of its own (``random.Random(f"v1.15-objects-{seed}")``), so every other draw
-of a seed stays as it was. Everything drawn lives in ``World.objects`` (JSON); :func:`decorate`
+Each feature is drawn from a stream of its own (``random.Random(f"v1.15-objects-<part>-{seed}")``),
+so every other draw of a seed stays as it was. Everything drawn lives in ``World.objects`` (JSON); :func:`decorate`
 turns it into manifests (the same for both control planes and for the in-process replay),
 :func:`populate_object` creates them with the status their controllers would have written,
 :func:`reset` removes them between worlds, and :func:`after_session` plays the PV controller in
@@ -57,12 +66,15 @@ SC_API = "/apis/storage.k8s.io/v1/storageclasses"
 PV_API = "/api/v1/persistentvolumes"
 PVC_API = f"/api/v1/namespaces/{NS}/persistentvolumeclaims"
 PDB_API = f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets"
+QUOTA_API = f"/api/v1/namespaces/{NS}/resourcequotas"
+QUOTA = "diff-quota"
 KCM_CONTROLLERS = "persistentvolume-binder-controller"
 
 # Shares of worlds drawing each feature (independent draws).
 GATES_SHARE = 0.3
 VOLUMES_SHARE = 0.3
 PDB_SHARE = 0.4  # of the worlds that preempt or reclaim
+QUOTA_SHARE = 0.3  # of the worlds where every pod asks for cpu (a cpu quota admits no other pod)
 
 
 # ------------------------------------------------------------------------------------------
@@ -71,8 +83,11 @@ PDB_SHARE = 0.4  # of the worlds that preempt or reclaim
 
 def draw(world: World) -> None:
     """Draw gates, claims and budgets into ``world.objects`` (and the pdb plugin into its config)."""
-    rng = random.Random(f"v1.15-objects-{world.seed}")
+    def stream(part: str) -> random.Random:  # one per feature: each draws as if alone
+        return random.Random(f"v1.15-objects-{part}-{world.seed}")
+
     objects: dict[str, Any] = {}
+    rng = stream("gates")
     pending = [p for p in world.pods if p.node is None]
     if pending and rng.random() < GATES_SHARE:
         gates: dict[str, list[str]] = {}
@@ -83,6 +98,12 @@ def draw(world: World) -> None:
                     gates[p.name] = [GATE]
         if gates:
             objects["gates"] = gates
+            # Some gates lifted by the harness once both schedulers have settled (then they
+            # settle again): the same state in both when the pods become schedulable.
+            lift = sorted(p for p in gates if rng.random() < 0.4)
+            if lift:
+                objects["lift"] = lift
+    rng = stream("volumes")
     if pending and rng.random() < VOLUMES_SHARE:
         vols = _draw_volumes(rng, world, pending, set(objects.get("gates", {})))
         if vols["bound"] or vols["wffc"]:
@@ -90,6 +111,7 @@ def draw(world: World) -> None:
     conf = yaml.safe_load(world.config)
     actions = {a.strip() for a in conf["actions"].split(",")}
     running = [j for j in world.jobs if j.running]
+    rng = stream("pdb")
     if actions & {"preempt", "reclaim"} and running and rng.random() < PDB_SHARE:
         pdbs = []
         for job in running:
@@ -102,8 +124,21 @@ def draw(world: World) -> None:
             # Volcano's Preemptable/Reclaimable do); in the last it has the final word.
             conf["tiers"][rng.choice([0, 0, -1])]["plugins"].append({"name": "pdb"})
             world.config = yaml.safe_dump(conf, sort_keys=False)
+    rng = stream("quota")
+    if all(p.cpu for p in world.pods) and rng.random() < QUOTA_SHARE:
+        # The quota's admission counts every pod as it is created, so ``hard`` is at least what
+        # all pods ask for; above that, room for some of what pending PodGroups' minResources ask.
+        used = sum(p.cpu for p in world.pods)
+        asked = sum(_milli(j.min_resources.get("cpu", "0")) for j in world.jobs if j.min_resources and not j.running)
+        objects["quota"] = {"cpu": used + int(asked * rng.choice([0.0, 0.25, 0.5, 0.75])) // 100 * 100}
+        conf["tiers"][-1]["plugins"].append({"name": "resourcequota"})
+        world.config = yaml.safe_dump(conf, sort_keys=False)
     if objects:
         world.objects = objects
+
+
+def _milli(cpu: str) -> int:
+    return int(cpu[:-1]) if cpu.endswith("m") else int(float(cpu) * 1000)
 
 
 def _draw_volumes(rng: random.Random, world: World, pending: list[PodSpec], gated: set[str]) -> dict[str, Any]:
@@ -177,8 +212,10 @@ def _pvc(name: str, size: int, cls: str) -> dict[str, Any]:
 def _bind(pv: dict[str, Any], pvc: dict[str, Any]) -> None:
     """What the PV controller leaves on a PV and the claim bound to it."""
     md = pvc["metadata"]
+    # The uid as the in-process replay gives it (namespace/name); populate_object writes the real
+    # one: the PV controller takes a bound claim whose PV names no uid or another one for Lost.
     pv["spec"]["claimRef"] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": md["namespace"],
-                              "name": md["name"], **({"uid": md["uid"]} if md.get("uid") else {})}
+                              "name": md["name"], "uid": md.get("uid") or f"{md['namespace']}/{md['name']}"}
     pv["status"] = {"phase": "Bound"}
     pvc["spec"]["volumeName"] = pv["metadata"]["name"]
     md.setdefault("annotations", {}).update({BIND_COMPLETED: "yes", BOUND_BY_CONTROLLER: "yes"})
@@ -201,7 +238,7 @@ def storage_manifests(world: World) -> list[dict[str, Any]]:
         pv = _pv(f"pv-{pod}", node, 1, "")
         pvc = _pvc(_claim_name(pod), 1, "")
         _bind(pv, pvc)
-        out += [pv, pvc]
+        out += [pvc, pv]  # the claim first: its PV names its uid
     for pod, size in sorted(vols["wffc"].items()):
         out.append(_pvc(_claim_name(pod), size, WFFC_CLASS))
     return out
@@ -222,6 +259,20 @@ def pdb_manifests(world: World) -> list[dict[str, Any]]:
     return out
 
 
+def quota_manifests(world: World) -> list[dict[str, Any]]:
+    """The namespace's ResourceQuota on cpu, ``status.used`` as the quota admission leaves it once
+    every pod of the world is created (no quota controller runs: it stays so while pods go)."""
+    from differential import quantity_cpu
+
+    quota = (world.objects or {}).get("quota")
+    if not quota:
+        return []
+    hard = {"cpu": quantity_cpu(quota["cpu"])}
+    return [{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": QUOTA, "namespace": NS},
+             "spec": {"hard": hard},
+             "status": {"hard": hard, "used": {"cpu": quantity_cpu(sum(p.cpu for p in world.pods))}}}]
+
+
 def decorate(world: World, manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``manifests`` (the world's, in creation order) with its gates, claims and budgets: pods
     given their gates, volumes and labels; storage objects and budgets created before the pods."""
@@ -238,7 +289,7 @@ def decorate(world: World, manifests: list[dict[str, Any]]) -> list[dict[str, An
     for m in manifests:
         if m["kind"] == "Pod":
             if not inserted:
-                out += storage_manifests(world) + pdb_manifests(world)
+                out += storage_manifests(world) + pdb_manifests(world) + quota_manifests(world)
                 inserted = True
             name = m["metadata"]["name"]
             if name in gates:
@@ -250,8 +301,25 @@ def decorate(world: World, manifests: list[dict[str, Any]]) -> list[dict[str, An
                 m["metadata"]["labels"] = {JOB_LABEL: job}
         out.append(m)
     if not inserted:
-        out += storage_manifests(world) + pdb_manifests(world)
+        out += storage_manifests(world) + pdb_manifests(world) + quota_manifests(world)
     return out
+
+
+def lift_gates(api: Api, world: World, lifted: set[str]) -> bool:
+    """Lift the gates the world lifts once settled (the first time only); True if it did."""
+    todo = [p for p in (world.objects or {}).get("lift") or () if p not in lifted]
+    for pod in todo:
+        api.patch(f"/api/v1/namespaces/{NS}/pods/{pod}", {"spec": {"schedulingGates": None}})
+        lifted.add(pod)
+    return bool(todo)
+
+
+def lift_local_gates(world: World, pods: dict[str, dict[str, Any]]) -> bool:
+    """The same in the in-process replay: ``pods`` are its pod manifests by name."""
+    todo = [p for p in (world.objects or {}).get("lift") or () if pods[p]["spec"].get("schedulingGates")]
+    for pod in todo:
+        del pods[pod]["spec"]["schedulingGates"]
+    return bool(todo)
 
 
 # ------------------------------------------------------------------------------------------
@@ -262,10 +330,17 @@ def populate_object(api: Api, m: dict[str, Any]) -> bool:
     """Create ``m`` if it is one of this module's kinds (with its status, written through the
     status subresource as its controller would); False for other kinds."""
     path = {"StorageClass": SC_API, "PersistentVolume": PV_API, "PersistentVolumeClaim": PVC_API,
-            "PodDisruptionBudget": PDB_API}.get(m["kind"])
+            "PodDisruptionBudget": PDB_API, "ResourceQuota": QUOTA_API}.get(m["kind"])
     if path is None:
         return False
     status = m.pop("status", None)
+    ref = m.get("spec", {}).get("claimRef") if m["kind"] == "PersistentVolume" else None
+    if ref:
+        ref["uid"] = api.get(f"/api/v1/namespaces/{ref['namespace']}/persistentvolumeclaims/{ref['name']}")[
+            "metadata"]["uid"]
+    if m["kind"] == "ResourceQuota":
+        # What the quota controller writes first; the admission adds each pod as it is created.
+        status = {"hard": status["hard"], "used": {"cpu": "0"}}
     api.post(path, m)
     if status:
         api.patch(f"{path}/{m['metadata']['name']}/status", {"status": status})
@@ -346,7 +421,7 @@ def _force_delete(api: Api, path: str) -> None:
 def reset(api: Api) -> bool:
     """Remove the objects of this module's kinds; True once none is left."""
     left = False
-    for path, items in ((PDB_API, api.items(PDB_API)), (PVC_API, api.items(PVC_API)),
+    for path, items in ((QUOTA_API, api.items(QUOTA_API)), (PDB_API, api.items(PDB_API)), (PVC_API, api.items(PVC_API)),
                         (PV_API, api.items(PV_API)), (SC_API, api.items(SC_API))):
         for it in items:
             left = True
