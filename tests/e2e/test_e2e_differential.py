@@ -34,7 +34,9 @@ from differential_deliberate import DELIBERATE  # noqa: E402
 # plugin with a queue hierarchy (2004, 2009, 2027: deserved, guarantee, parents, with preempt and
 # reclaim, GPUs), queue priority with preempt and reclaim (2030, 2041), and 1008, where
 # vc-scheduler's Preemptable refills an empty intersection (volcano-sh/volcano#5963) and tidesched
-# does not, on purpose: its mismatch must come out explained as that.
+# does not, on purpose: its mismatch must come out explained as that. Their v1.15 draws of
+# differential_objects add claims (1008: bound PVs and WaitForFirstConsumer ones, the PV
+# controller), gates (2027, 2030 with gates lifted mid-run, 2041), budgets and a quota (2027).
 SEEDS = (1008, 2004, 2009, 2027, 2030, 2041)
 
 
