@@ -834,6 +834,7 @@ class Plane:
     def reset(self) -> None:
         """Everything a world made goes: pods, PodGroups, nodes, queues but default, the
         world's PriorityClasses."""
+        differential_objects.close(self)  # the PV controller is per world: started after populate
         api = self.api
         for p in api.items(f"/api/v1/namespaces/{NS}/pods"):
             api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}", gracePeriodSeconds=0)

@@ -14,8 +14,8 @@ did not (issue 33 item 3), for the differential runs of ``benchmarks/differentia
   ``WaitForFirstConsumer`` class of static local PVs (the scheduler picks the smallest PV that
   fits on the chosen node and writes its ``claimRef``; the PV controller then binds the claim,
   and only then is the pod bound). The PV controller is the real one: kube-controller-manager
-  with only ``persistentvolume-binder-controller``, started on a plane the first time a world
-  has such claims (:func:`prepare`). Both schedulers run with ``--ignored-provisioners
+  with only ``persistentvolume-binder-controller``, started for a world with such claims once its
+  objects are made, stopped at the next reset (:func:`prepare`). Both schedulers run with ``--ignored-provisioners
   kubernetes.io/no-provisioner`` (as Volcano's own e2e runs vc-scheduler for volumes), so that
   the claims of the no-provisioner class are not counted against CSI attach limits the nodes do
   not publish.
@@ -348,10 +348,13 @@ def populate_object(api: Api, m: dict[str, Any]) -> bool:
 
 
 def prepare(plane: Plane, world: World) -> None:
-    """Start the PV controller on ``plane`` the first time a world needs it (kept until close)."""
-    if not needs_pv_controller(world) or getattr(plane, "pv_controller", None) is not None:
-        return
-    plane.pv_controller = PVController(plane)
+    """Start the PV controller on ``plane`` once the world is populated, if the world needs one;
+    stopped again at the plane's reset. Started after the objects, its informers list every claim
+    and PV before it syncs any: running while they are created one by one, it finds a bound
+    claim whose PV it has not seen yet and marks the claim Lost (until its PV arrives), which
+    keeps the pod off every node in whichever scheduler looks at that moment."""
+    if needs_pv_controller(world) and getattr(plane, "pv_controller", None) is None:
+        plane.pv_controller = PVController(plane)
 
 
 def close(plane: Plane) -> None:
