@@ -43,7 +43,9 @@ the in-process replay.
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +84,8 @@ QUOTA_SHARE = 0.3  # of the worlds where every pod asks for cpu (a cpu quota adm
 
 
 def draw(world: World) -> None:
-    """Draw gates, claims and budgets into ``world.objects`` (and the pdb plugin into its config)."""
+    """Draw gates (some lifted mid-run), claims, budgets and a quota into ``world.objects``, and the
+    pdb and resourcequota plugins into its config where drawn."""
     def stream(part: str) -> random.Random:  # one per feature: each draws as if alone
         return random.Random(f"v1.15-objects-{part}-{world.seed}")
 
@@ -368,8 +371,6 @@ class PVController:
     """kube-controller-manager running only the PV binder, on a plane's control plane."""
 
     def __init__(self, plane: Plane) -> None:
-        import subprocess
-
         from kcm import KubeControllerManager, find_kcm
 
         binary, missing = find_kcm()
@@ -379,8 +380,7 @@ class PVController:
         workdir.mkdir(parents=True, exist_ok=True)
         self.kcm = KubeControllerManager(plane.cp, binary, workdir)
         self.kcm.cmd = [f"--controllers={KCM_CONTROLLERS}" if a == "--controllers=*" else a for a in self.kcm.cmd]
-        import os
-
+        # Not KubeControllerManager.start: it waits for a ServiceAccount, which this one makes none of.
         env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
         with open(self.kcm.log, "ab") as out:
             self.kcm.popen = subprocess.Popen(self.kcm.cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
