@@ -94,6 +94,7 @@ from volcano import V115, V170, find_volcano, install_volcano_crds, start_vc_sch
 
 import differential_claims  # noqa: E402
 import differential_topology  # noqa: E402
+import differential_objects  # noqa: E402
 
 NS = "diff"
 VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
@@ -178,6 +179,8 @@ class World:
     root_queue: bool = False
     hypernodes: list[dict[str, Any]] = field(default_factory=list)  # manifests (differential_topology)
     dra: list[dict[str, Any]] = field(default_factory=list)  # manifests (differential_claims)
+    # Gates, claims and budgets (differential_objects): JSON, turned into manifests there.
+    objects: dict[str, Any] = field(default_factory=dict)
 
     # -- views ----------------------------------------------------------------------------
 
@@ -202,6 +205,7 @@ class World:
             d.get("root_queue", False),
             d.get("hypernodes", []),
             d.get("dra", []),
+            d.get("objects") or {},
         )
 
     def manifests(self) -> list[dict[str, Any]]:
@@ -224,7 +228,7 @@ class World:
             out.append(pod_manifest(p, self.job(p.job)))
             if p.claim_template:
                 out.append(differential_claims.claim_manifest(p, NS))
-        return out
+        return differential_objects.decorate(self, out)
 
 
 def quantity_cpu(milli: int) -> str:
@@ -451,9 +455,10 @@ def extend_v115(world: World) -> World:
     ``priority``; the capacity plugin in place of proportion (queues with ``deserved`` and
     ``guarantee``), in a third of those worlds with a queue hierarchy (``spec.parent``,
     ``enableHierarchy``: the key v1.15.1 reads; it ignores tidesched's other spelling).
-    HyperNodes and gangs held to them (``differential_topology``) and DRA claims
-    (``differential_claims``), each from a random stream of its own. Features still being built
-    (scheduling gates, PVCs, the new actions and plugins) join as they land."""
+    HyperNodes and gangs held to them (``differential_topology``), DRA claims
+    (``differential_claims``), and gates, PVCs, budgets and a quota (``differential_objects``), each
+    from a random stream of its own."""
+    differential_objects.draw(world)  # gates, claims, budgets: a random stream of their own
     world.root_queue = True
     differential_topology.draw(world)
     _extend_queues(world)
@@ -844,17 +849,20 @@ class Plane:
             self.cp.cleanup()
             raise
         self.used = False
+        self.pv_controller: Any = None  # differential_objects.PVController, once a world needs one
 
     @property
     def api(self) -> Api:
         return self.cp.admin
 
     def close(self) -> None:
+        differential_objects.close(self)
         self.cp.cleanup()
 
     def reset(self) -> None:
         """Everything a world made goes: pods, PodGroups, nodes, queues but default, the
         world's PriorityClasses."""
+        differential_objects.close(self)  # the PV controller is per world: started after populate
         api = self.api
         for p in api.items(f"/api/v1/namespaces/{NS}/pods"):
             api.delete(f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}", gracePeriodSeconds=0)
@@ -870,7 +878,8 @@ class Plane:
             api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc['metadata']['name']}")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            if not (api.items(f"/api/v1/namespaces/{NS}/pods") or api.items("/api/v1/nodes")
+            if differential_objects.reset(api) and not (
+                    api.items(f"/api/v1/namespaces/{NS}/pods") or api.items("/api/v1/nodes")
                     or differential_topology.left(api) or differential_claims.left(api, NS)
                     or api.items(f"{VOLCANO_API}/namespaces/{NS}/podgroups")
                     or [q for q in api.items(f"{VOLCANO_API}/queues") if q["metadata"]["name"] not in KEPT_QUEUES]):
@@ -915,6 +924,8 @@ def populate(api: Api, world: World) -> None:
                 api.patch(f"/api/v1/namespaces/{NS}/pods/{m['metadata']['name']}/status", {"status": {
                     **status, "startTime": now,
                     "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}})
+        else:
+            differential_objects.populate_object(api, m)
 
 
 def _fingerprint(api: Api) -> tuple[Any, ...]:
@@ -948,6 +959,7 @@ def run_world(plane: Plane, world: World, which: str, opts: Options, workdir: Pa
     plane.used = True
     api = plane.api
     populate(api, world)
+    differential_objects.prepare(plane, world)
     workdir.mkdir(parents=True, exist_ok=True)
     # Not beside the log: vc-scheduler watches its configuration's directory and reloads on
     # every write there.
@@ -964,22 +976,28 @@ def run_world(plane: Plane, world: World, which: str, opts: Options, workdir: Pa
     try:
         if which == "vc-scheduler":
             proc = start_vc_scheduler(plane.cp, plane.volcano, workdir, conf, log_name=log.name,
-                                      args=(f"--schedule-period={period}", "-v=4"))
+                                      args=(f"--schedule-period={period}", "-v=4",
+                                            *differential_objects.SCHEDULER_ARGS))
             sessions, pattern, min_sessions = (lambda: _count(log, _VC_SESSION)), _VC_SESSION, 2
         else:
-            tide = Scheduler(plane.tidesched_kubeconfig, conf, log, period=period).start()
+            tide = Scheduler(plane.tidesched_kubeconfig, conf, log, list(differential_objects.SCHEDULER_ARGS),
+                             period=period).start()
             tide.wait_ready()
             sessions, pattern, min_sessions = (lambda: _count(log, _TS_SESSION)), _TS_SESSION, 1
         del pattern
         last: Any = None
         changed = time.monotonic()
         settled = False
+        lifted: set[str] = set()
         while True:
             fp = _fingerprint(api)
             now = time.monotonic()
             if fp != last:
                 last, changed = fp, now
             elif now - changed >= opts.quiet and sessions() >= min_sessions:
+                if differential_objects.lift_gates(api, world, lifted):  # then settle again
+                    changed = now
+                    continue
                 settled = True
                 break
             if now - t0 > opts.timeout:
@@ -1056,7 +1074,9 @@ def _local_run(world: World, *, config: str | None, max_sessions: int,
     n = 0
     for n in range(1, max_sessions + 1):
         manifests = [Manifest(f"{m['kind']}/{m['metadata']['name']}", m) for m in objs]
-        _ssn, d = schedule_manifests(manifests, cfg, now=base + 100 + n)
+        _ssn, d = schedule_manifests(manifests, cfg, now=base + 100 + n,
+                                     ignored_provisioners=differential_objects.SCHEDULER_ARGS[1:])
+        differential_objects.after_session(objs, d)
         changed = False
         differential_claims.apply_writes(objs, d)
         for key, node in d.bound.items():
@@ -1087,6 +1107,8 @@ def _local_run(world: World, *, config: str | None, max_sessions: int,
             for key, node in sorted(d.pipelined.items()):
                 trace(f"session {n}: pipelined {key.split('/', 1)[1]} -> {node}")
         quiet = 0 if changed else quiet + 1
+        if quiet >= 2 and differential_objects.lift_local_gates(world, pods):
+            quiet = 0
         if quiet >= 2:
             break
     out = {name: {"node": p["spec"].get("nodeName"), "phase": (p.get("status") or {}).get("phase", ""),
@@ -1156,7 +1178,7 @@ def compare(world: World, vc: Outcome, ts: Outcome) -> list[Diff]:
         if qa[q] != qb[q]:
             diffs.append(Diff("queue-bound", q, qa[q], qb[q]))
     for p in world.pods:
-        forced = forced_node(world, p)
+        forced = forced_node(world, p) or differential_objects.pinned_node(world, p.name)
         na, nb = (vc.pods.get(p.name) or {}).get("node"), (ts.pods.get(p.name) or {}).get("node")
         if forced and na and nb and na != nb:
             diffs.append(Diff("forced-node", p.name, na, nb))

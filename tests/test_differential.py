@@ -50,8 +50,8 @@ def test_worlds_are_reproducible_and_valid(seed: int, version: str) -> None:
     actions = [a.strip() for a in conf["actions"].split(",")]
     assert actions[:2] == ["enqueue", "allocate"] and set(actions) <= set(d.ACTIONS)
     plugins = {p["name"] for t in conf["tiers"] for p in t["plugins"]}
-    assert {"predicates", "nodeorder"} <= plugins <= set(d.PLUGINS) | (
-        {"capacity", "network-topology-aware"} if version == d.V115 else set())
+    v115 = {"capacity", "network-topology-aware", "pdb", "resourcequota"} if version == d.V115 else set()
+    assert {"predicates", "nodeorder"} <= plugins <= set(d.PLUGINS) | v115
 
 
 def test_presets_are_valid_worlds() -> None:
@@ -365,3 +365,151 @@ def test_the_local_replay_allocates_the_claims_from_their_templates() -> None:
     assert nodes == ["None", "node-1", "node-1"]
     w = _claim_world({"node-1": 2, "node-0": 1})
     assert all(d.local_run(w).pods[p.name]["node"] for p in w.pods)
+
+
+# -- gates, claims and budgets (differential_objects) -----------------------------------------
+
+import differential_objects as objects  # noqa: E402
+
+
+def test_object_draws_are_reproducible_in_a_fair_share_and_leave_the_rest_alone() -> None:
+    worlds = [d.generate(s) for s in range(3000, 3100)]
+    for kind in ("gates", "volumes", "pdbs", "quota"):
+        share = sum(kind in w.objects for w in worlds)
+        assert 10 <= share <= 40, (kind, share)
+    assert any(not w.objects for w in worlds)
+    for w in worlds[:20]:
+        assert d.generate(w.seed).to_json() == w.to_json()
+        assert d.World.from_json(json.loads(json.dumps(w.to_json()))).to_json() == w.to_json()
+        old = d.generate(w.seed, d.V170)
+        assert not old.objects and [p.name for p in old.pods] == [p.name for p in w.pods]
+    for w in worlds:
+        gates = w.objects.get("gates", {})
+        vols = w.objects.get("volumes", {"bound": {}, "wffc": {}})
+        running = {p.name for p in w.pods if p.node}
+        assert not (set(gates) | set(vols["bound"]) | set(vols["wffc"])) & running  # pending pods only
+        assert not set(gates) & (set(vols["bound"]) | set(vols["wffc"]))
+        assert ("name: pdb" in w.config) == ("pdbs" in w.objects)
+        if "pdbs" in w.objects:
+            assert "preempt" in w.config or "reclaim" in w.config
+        assert ("name: resourcequota" in w.config) == ("quota" in w.objects)
+        if "quota" in w.objects:  # a cpu quota's admission takes no pod without a cpu request
+            assert all(p.cpu for p in w.pods) and w.objects["quota"]["cpu"] >= sum(p.cpu for p in w.pods)
+
+
+def test_objects_appear_in_the_manifests() -> None:
+    seen: set[str] = set()
+    for w in [d.generate(s) for s in range(3000, 3060)]:
+        if not w.objects:
+            continue
+        seen |= set(w.objects)
+        ms = w.manifests()
+        kinds = [m["kind"] for m in ms]
+        first_pod = kinds.index("Pod")
+        assert not {"PersistentVolume", "PersistentVolumeClaim", "PodDisruptionBudget", "ResourceQuota"} & set(
+            kinds[first_pod:])
+        pods = {m["metadata"]["name"]: m for m in ms if m["kind"] == "Pod"}
+        for name, gates in w.objects.get("gates", {}).items():
+            assert [g["name"] for g in pods[name]["spec"]["schedulingGates"]] == gates
+        assert set(w.objects.get("lift", ())) <= set(w.objects.get("gates", {}))
+        claims = {m["metadata"]["name"]: m for m in ms if m["kind"] == "PersistentVolumeClaim"}
+        vols = w.objects.get("volumes", {"bound": {}, "wffc": {}})
+        for name in {**vols["bound"], **vols["wffc"]}:
+            claim = pods[name]["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"]
+            assert claim in claims
+        for name, node in vols["bound"].items():
+            pvc = claims[f"{name}-data"]
+            assert pvc["status"]["phase"] == "Bound"
+            assert pvc["metadata"]["annotations"][objects.BIND_COMPLETED] == "yes"
+            pv = next(m for m in ms if m["kind"] == "PersistentVolume"
+                      and m["metadata"]["name"] == pvc["spec"]["volumeName"])
+            assert pv["spec"]["claimRef"]["name"] == pvc["metadata"]["name"]
+            terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+            assert terms[0]["matchExpressions"][0]["values"] == [node]
+        for b in w.objects.get("pdbs", ()):
+            pdb = next(m for m in ms if m["kind"] == "PodDisruptionBudget"
+                       and m["metadata"]["name"] == f"pdb-{b['job']}")
+            assert pdb["status"]["disruptionsAllowed"] == b["pods"] - b["minAvailable"]
+            assert all(pods[p.name]["metadata"]["labels"] == {"job": b["job"]} for p in w.pods_of(b["job"]))
+        if "quota" in w.objects:
+            (quota,) = [m for m in ms if m["kind"] == "ResourceQuota"]
+            assert quota["spec"]["hard"] == quota["status"]["hard"]
+    assert seen == {"gates", "lift", "volumes", "pdbs", "quota"}
+
+
+def _objects_world() -> d.World:
+    """node-0 is the emptier node (leastrequested prefers it); everything but the objects would
+    go there."""
+    w = d.World(0, "objects", d._conf("enqueue, allocate, backfill, preempt"),
+                d._nodes((8000, 16384), (4000, 8192)), [d.QueueSpec("q1")], [], [])
+    d._job(w, "run", "q1", 2, 1, cpu=2000, pc="pc-low", nodes=["node-1", "node-1"])
+    d._job(w, "gated", "q1", 1, cpu=500)
+    d._job(w, "pinned", "q1", 1, cpu=500)
+    d._job(w, "wffc", "q1", 2, 1, cpu=500)
+    return w
+
+
+def test_the_local_replay_honours_gates_claims_and_budgets() -> None:
+    w = _objects_world()
+    free = d.local_run(w)
+    assert all(free.pods[p]["node"] == "node-0" for p in ("gated-a-0", "pinned-a-0", "wffc-a-0", "wffc-a-1"))
+    w.objects = {"gates": {"gated-a-0": [objects.GATE]},
+                 "volumes": {"bound": {"pinned-a-0": "node-1"}, "wffc": {"wffc-a-0": 2, "wffc-a-1": 2},
+                             "pvs": {"pv-local-0": ["node-1", 3], "pv-local-1": ["node-1", 1]}}}
+    out = d.local_run(w)
+    assert out.settled and out.pods["gated-a-0"]["node"] is None
+    assert out.pods["pinned-a-0"]["node"] == "node-1"
+    # One PV big enough for the 2 Gi claims (pv-local-1 is 1 Gi): one pod binds, there.
+    placed = [p for p in ("wffc-a-0", "wffc-a-1") if out.pods[p]["node"]]
+    assert len(placed) == 1 and out.pods[placed[0]]["node"] == "node-1"
+    # A gate the harness lifts once everything settled: the pod binds after all.
+    w.objects["lift"] = ["gated-a-0"]
+    assert d.local_run(w).pods["gated-a-0"]["node"] == "node-0"
+    del w.objects["lift"]
+    # The pinned pod's node counts as forced in the comparison.
+    other = d.Outcome("x", {**out.pods, "pinned-a-0": {"node": "node-0", "phase": "Running", "deleting": False}},
+                      out.podgroups, True, 0.0, 1)
+    assert [x.what for x in d.compare(w, out, other)] == ["forced-node"]
+
+
+def test_the_local_replay_keeps_a_budget() -> None:
+    """A high-priority pod that fits only where low-priority ones run: preempt evicts one,
+    unless a budget that allows no disruption guards them (and the pdb plugin decides)."""
+    w = d.World(0, "pdb", d._conf("enqueue, allocate, backfill, preempt"),
+                d._nodes((2000, 4096)), [d.QueueSpec("q1")], [], [])
+    d._job(w, "low", "q1", 2, 1, cpu=1000, pc="pc-low", nodes=["node-0", "node-0"])
+    d._job(w, "high", "q1", 1, cpu=1000, pc="pc-high")
+    assert len(d.local_run(w).pods) == 2  # one low pod evicted
+    w.objects = {"pdbs": [{"job": "low", "minAvailable": 2, "pods": 2}]}
+    conf = d.yaml.safe_load(w.config)
+    conf["tiers"][0]["plugins"].append({"name": "pdb"})
+    w.config = d.yaml.safe_dump(conf)
+    # The budget's empty answer leaves the choice to the next tier (drf), as Volcano's
+    # Preemptable does; with no plugin there to choose, it is final.
+    assert len(d.local_run(w).pods) == 2
+    conf["tiers"][-1]["plugins"] = [p for p in conf["tiers"][-1]["plugins"] if p["name"] != "drf"]
+    w.config = d.yaml.safe_dump(conf)
+    out = d.local_run(w)
+    assert len(out.pods) == 3 and out.pods["high-a-0"]["node"] is None
+    w.objects["pdbs"][0]["minAvailable"] = 1
+    out = d.local_run(w)
+    assert len(out.pods) == 2 and out.pods["high-a-0"]["node"] == "node-0"
+
+
+def test_the_local_replay_holds_a_job_its_namespace_quota_cannot_take() -> None:
+    """The quota's status.used counts every pod once created (as the admission leaves it): with
+    room for 1 cpu above that, the job asking for 1 is enqueued and binds, the one asking for 2
+    stays Pending, session after session."""
+    w = d.World(0, "quota", d._conf(), d._nodes((8000, 16384)), [d.QueueSpec("q1")], [], [])
+    d._job(w, "j00", "q1", 2, cpu=1000)
+    d._job(w, "j01", "q1", 1, cpu=1000)
+    assert [r.bound for r in d.job_results(w, d.local_run(w)).values()] == [2, 1]
+    w.objects = {"quota": {"cpu": 3000 + 1000}}
+    conf = d.yaml.safe_load(w.config)
+    conf["tiers"][-1]["plugins"].append({"name": "resourcequota"})
+    w.config = d.yaml.safe_dump(conf)
+    (quota,) = [m for m in w.manifests() if m["kind"] == "ResourceQuota"]
+    assert quota["status"] == {"hard": {"cpu": "4"}, "used": {"cpu": "3"}}
+    res = d.job_results(w, d.local_run(w))
+    assert (res["j00"].bound, res["j00"].phase) == (0, "Pending")
+    assert (res["j01"].bound, res["j01"].phase) == (1, "Running")
