@@ -92,6 +92,8 @@ from cluster import (  # noqa: E402
 from controlplane import Api, ApiError, ControlPlane, find_assets  # noqa: E402
 from volcano import V115, V170, find_volcano, install_volcano_crds, start_vc_scheduler  # noqa: E402
 
+import differential_plugins  # noqa: E402
+
 NS = "diff"
 VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -132,6 +134,7 @@ class PodSpec:
     tolerations: list[dict[str, str]] = field(default_factory=list)
     node: str | None = None  # bound and Running when the world starts
     preemptable: bool | None = None  # volcano.sh/preemptable annotation; None: absent (true)
+    annotations: dict[str, str] = field(default_factory=dict)  # differential_plugins' (cdp, task-spec)
 
 
 @dataclass
@@ -142,6 +145,7 @@ class JobSpec:
     priority_class: str | None = None
     running: bool = False  # PodGroup Running with its pods bound (else Pending, pods waiting)
     min_resources: dict[str, str] | None = None
+    annotations: dict[str, str] = field(default_factory=dict)  # differential_plugins' (sla, task-topology)
 
 
 @dataclass
@@ -155,6 +159,7 @@ class QueueSpec:
     deserved: dict[str, str] | None = None
     guarantee: dict[str, str] | None = None
     parent: str | None = None
+    affinity: dict[str, Any] | None = None  # nodegroup's spec.affinity (differential_plugins)
 
 
 @dataclass
@@ -248,6 +253,8 @@ def queue_manifest(q: QueueSpec) -> dict[str, Any]:
         spec["guarantee"] = {"resource": dict(q.guarantee)}
     if q.parent:
         spec["parent"] = q.parent
+    if q.affinity:
+        spec["affinity"] = copy.deepcopy(q.affinity)
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": q.name},
             "spec": spec, "status": {"state": "Open", "allocated": {}}}
 
@@ -259,8 +266,11 @@ def podgroup_manifest(j: JobSpec) -> dict[str, Any]:
     if j.min_resources:
         spec["minResources"] = dict(j.min_resources)
     status: dict[str, Any] = {"phase": "Running" if j.running else "Pending"}
+    md: dict[str, Any] = {"name": j.name, "namespace": NS}
+    if j.annotations:
+        md["annotations"] = dict(j.annotations)
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": j.name, "namespace": NS}, "spec": spec, "status": status}
+            "metadata": md, "spec": spec, "status": status}
 
 
 def pod_requests(p: PodSpec) -> dict[str, str]:
@@ -293,13 +303,16 @@ def pod_manifest(p: PodSpec, job: JobSpec) -> dict[str, Any]:
         spec["tolerations"] = [dict(t) for t in p.tolerations]
     if p.node:
         spec["nodeName"] = p.node
-    ann = {GROUP_NAME: job.name}
+    ann = {GROUP_NAME: job.name, **p.annotations}
     if p.preemptable is not None:
         ann["volcano.sh/preemptable"] = "true" if p.preemptable else "false"
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
                             "metadata": {"name": p.name, "namespace": NS, "annotations": ann}, "spec": spec}
     if p.node:
-        body["status"] = {"phase": "Running"}
+        # PodScheduled as the binding left it (cdp's cooldown counts from it); populate
+        # sets it to the time the world is made.
+        body["status"] = {"phase": "Running", "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2023-11-14T22:13:20Z"}]}
     return body
 
 
@@ -429,10 +442,12 @@ def extend_v115(world: World) -> World:
     ``priority``; the capacity plugin in place of proportion (queues with ``deserved`` and
     ``guarantee``), in a third of those worlds with a queue hierarchy (``spec.parent``,
     ``enableHierarchy``: the key v1.15.1 reads; it ignores tidesched's other spelling).
-    Features still being built (scheduling gates, PVCs, HyperNodes, the new actions and
-    plugins) join as they land."""
+    The new actions and plugins (gangpreempt, gangreclaim, resource-strategy-fit, sla,
+    task-topology, nodegroup, cdp, binpack's GPU arguments) come from ``differential_plugins``.
+    Features still being built (scheduling gates, PVCs, HyperNodes) join as they land."""
     rng = random.Random(f"v1.15-{world.seed}")
     world.root_queue = True
+    differential_plugins.extend(world)  # the new actions and plugins: a stream of their own
     for q in world.queues:
         if rng.random() < 0.3:
             q.priority = rng.choice([1, 5, 10])
@@ -876,7 +891,8 @@ def populate(api: Api, world: World) -> None:
                 now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 api.patch(f"/api/v1/namespaces/{NS}/pods/{m['metadata']['name']}/status", {"status": {
                     **status, "startTime": now,
-                    "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}})
+                    "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+                                   {"type": "Ready", "status": "True", "lastTransitionTime": now}]}})
 
 
 def _fingerprint(api: Api) -> tuple[Any, ...]:

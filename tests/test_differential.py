@@ -19,6 +19,7 @@ if str(ROOT / "benchmarks") not in sys.path:
     sys.path.append(str(ROOT / "benchmarks"))  # last: benchmarks/trace.py must not hide the stdlib's
 
 import differential as d  # noqa: E402
+import differential_plugins as dp  # noqa: E402
 import differential_v170 as v170  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "differential"
@@ -48,9 +49,11 @@ def test_worlds_are_reproducible_and_valid(seed: int, version: str) -> None:
         assert all(d.static_fit(p, n) for p in on)
     conf = d.yaml.safe_load(w.config)
     actions = [a.strip() for a in conf["actions"].split(",")]
-    assert actions[:2] == ["enqueue", "allocate"] and set(actions) <= set(d.ACTIONS)
+    v115 = version == d.V115
+    assert actions[:2] == ["enqueue", "allocate"]
+    assert set(actions) <= set(d.ACTIONS) | (set(dp.ACTIONS) if v115 else set())
     plugins = {p["name"] for t in conf["tiers"] for p in t["plugins"]}
-    assert {"predicates", "nodeorder"} <= plugins <= set(d.PLUGINS) | ({"capacity"} if version == d.V115 else set())
+    assert {"predicates", "nodeorder"} <= plugins <= set(d.PLUGINS) | ({"capacity", *dp.PLUGINS} if v115 else set())
 
 
 def test_presets_are_valid_worlds() -> None:
@@ -151,6 +154,8 @@ def test_emulation_leaves_tidesched_as_it_was() -> None:
 def test_a_v115_world_is_the_v170_world_with_v115_fields_added() -> None:
     for seed in range(2000, 2040):
         old, new = d.generate(seed, d.V170), d.generate(seed, d.V115)
+        for n in new.nodes:  # nodegroup's label (differential_plugins) is a v1.15 field
+            n.labels.pop(dp.NODEGROUP_LABEL, None)
         assert [p.name for p in old.pods] == [p.name for p in new.pods] and old.nodes == new.nodes
         assert [q.name for q in old.queues] == [q.name for q in new.queues if q.name != "p1"]
         assert not old.root_queue and new.root_queue
@@ -213,3 +218,66 @@ def test_recorded_v115_outcome_is_volcanos_ties_as_its_log_shows(name: str, ties
 
         choices = vc_choices(vc.log)
         assert d.compare(world, vc, d.local_run(world, guide=Guide(choices)))
+
+
+def _plugin(conf: dict, name: str) -> dict | None:
+    return next((p for t in conf["tiers"] for p in t["plugins"] if p["name"] == name), None)
+
+
+def test_v115_worlds_draw_the_new_actions_and_plugins_in_a_share_of_worlds() -> None:
+    """differential_plugins: each new action and plugin in some worlds, none in all, and the
+    objects the plugins read in the manifests both schedulers are given."""
+    worlds = [d.generate(s) for s in range(3000, 3200)]
+    confs = [d.yaml.safe_load(w.config) for w in worlds]
+    for name in (*dp.ACTIONS, *dp.PLUGINS):
+        share = sum(name in c["actions"] or _plugin(c, name) is not None for c in confs) / len(confs)
+        assert 0.08 < share < 0.4, (name, share)
+    assert sum(not any(n in w.config for n in (*dp.ACTIONS, *dp.PLUGINS)) for w in worlds) > 20
+    for w, conf in zip(worlds, confs):
+        actions = [a.strip() for a in conf["actions"].split(",")]
+        assert len(actions) == len(set(actions)), w.seed
+        configured = {c["name"] for c in conf.get("configurations", [])}
+        assert ("reclaim" in configured) == ("reclaim" in actions), w.seed  # the gang-safe switch
+        names = [p["name"] for p in conf["tiers"][-1]["plugins"]]
+        if "sla" in names:
+            assert names[-1] == "sla", w.seed  # last job-order plugin: ties fall back alike
+        objs = w.manifests()
+        if _plugin(conf, "nodegroup"):
+            assert any(dp.NODEGROUP_LABEL in o["metadata"]["labels"] for o in objs if o["kind"] == "Node")
+            assert any("affinity" in o["spec"] for o in objs if o["kind"] == "Queue")
+        if _plugin(conf, "task-topology"):
+            assert all(dp.TASK_SPEC in o["metadata"]["annotations"] for o in objs if o["kind"] == "Pod")
+        for o in objs:  # only values that cannot expire while a world runs
+            ann = o["metadata"].get("annotations") or {}
+            assert ann.get(dp.COOLDOWN, "0s") in ("0s", "1000h")
+            assert ann.get(dp.SLA_WAITING_TIME, "1ns") in ("1ns", "300h", "600h")
+
+
+def test_plugin_draws_keep_the_rest_of_the_world() -> None:
+    """The part's own random stream: a seed's pods, their sizes and nodes, the queues' fields
+    other helpers draw are those of the world without it."""
+    for seed in range(3000, 3030):
+        w, base = d.generate(seed), d._generate_v170(seed)
+        assert [(p.name, p.cpu, p.memory, p.node) for p in w.pods] == [
+            (p.name, p.cpu, p.memory, p.node) for p in base.pods]
+        assert [(j.name, j.min_member, j.queue) for j in w.jobs] == [
+            (j.name, j.min_member, j.queue) for j in base.jobs]
+
+
+def test_plugin_worlds_go_through_the_local_replay() -> None:
+    """The drawn objects reach tidesched through the manifests: a cooldown-protected running
+    pod is no victim, an sla 1ns job is kept pipelined, nodegroup's labels close nodes."""
+    from tidesched.model.loader import Manifest
+    from tidesched.scheduler import config_from_text, schedule_manifests
+
+    for seed in range(3000, 3040):
+        w = d.generate(seed)
+        out = d.local_run(w)
+        assert set(out.pods) <= {p.name for p in w.pods}
+        objs = w.manifests()
+        ssn, _d = schedule_manifests([Manifest(f"{m['kind']}/{m['metadata']['name']}", m) for m in objs],
+                                     config_from_text(w.config, "<world>"), now=1_700_000_100.0)
+        for p in w.pods:
+            if p.annotations.get(dp.COOLDOWN) == "1000h":
+                task = next(t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == p.name)
+                assert task.pod.scheduled_time, (seed, p.name)
