@@ -9,6 +9,7 @@ deliberate difference that caused it (``differential_deliberate``). The recorded
 from __future__ import annotations
 
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -285,3 +286,24 @@ def test_plugin_worlds_go_through_the_local_replay() -> None:
             if p.annotations.get(dp.COOLDOWN) == "1000h":
                 task = next(t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == p.name)
                 assert task.pod.scheduled_time, (seed, p.name)
+
+
+def _uids(world: d.World, seed: int) -> dict[str, str]:
+    rng = random.Random(seed)
+    return {p.name: f"{rng.getrandbits(64):016x}" for p in world.pods}
+
+
+def test_a_run_is_replayed_with_the_pod_uids_it_had() -> None:
+    """Seed 3037 (drawn with gangreclaim): Volcano and tidesched break ties between gang bundles
+    by pod uid, which the API server draws at random; tidesched ran it once evicting 3 pods and
+    once 8. The replay with a run's uids gives that run's outcome, so that run is not taken for
+    timing, and a vc-scheduler outcome that only its uids explain is explained as its luck."""
+    world = d.World.from_json(json.loads((DATA / "v115-seed-3037-uids.json").read_text())["world"])
+    by_name, drawn = d.local_run(world), d.local_run(world, uids=_uids(world, 1))
+    assert sum(r.evicted for r in d.job_results(world, by_name).values()) == 3
+    assert sum(r.evicted for r in d.job_results(world, drawn).values()) == 8
+    assert d.run_uids(drawn) == _uids(world, 1)
+    assert not d.compare(world, d.local_run(world, uids=d.run_uids(drawn)), drawn)
+    expl = d.explain(world, [drawn], by_name, d.V115)  # vc-scheduler's run had the drawn uids
+    assert expl is not None and expl.explains and expl.keys == [d.RANDOM_CHOICE], expl
+    assert "pod uids" in expl.text()
