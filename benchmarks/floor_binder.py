@@ -39,7 +39,7 @@ def main() -> int:
     ap.add_argument("--scheduler-name", default="volcano")
     ap.add_argument("--kube-api-qps", type=float, default=2000.0)
     ap.add_argument("--kube-api-burst", type=int, default=2000)
-    ap.add_argument("--bind-workers", type=int, default=16)
+    ap.add_argument("--bind-workers", type=int, default=64)  # as tidesched run
     ap.add_argument("--period", type=float, default=0.05, help="seconds between looks for new pending pods")
     args = ap.parse_args()
     # The same log format as tidesched run: benchmarks/kube.py reads "informers synced" from it.

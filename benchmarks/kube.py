@@ -489,6 +489,9 @@ def run_one(which: str, nodes: int, pods: int, gang: int, setup: Setup) -> Resul
         if note:
             print(f"  !! {note}", flush=True)
         times = bind_times(cp)
+        if setup.logs is not None:  # each bind's time: where the stream stalls (a session, a GC)
+            setup.logs.mkdir(parents=True, exist_ok=True)
+            (setup.logs / f"{which}-{nodes}x{pods}{_suffix(gang)}.binds.json").write_text(json.dumps(times))
         synced = synced_at(cp.workdir / f"{which}.log", started)
         phases, settled = None, float("nan")
         if gang and which in GANG_PEERS:
@@ -594,7 +597,7 @@ def main() -> int:
                          "within minutes, so ratios are taken within a round and over medians")
     ap.add_argument("--dra", action="store_true",
                     help="GPUs as DRA ResourceSlices, one one-GPU ResourceClaim per pod; vc-scheduler v1.15.1")
-    ap.add_argument("--logs", metavar="DIR", type=Path, help="keep each scheduler's log in DIR")
+    ap.add_argument("--logs", metavar="DIR", type=Path, help="keep each scheduler's log, and its binds' times (.binds.json), in DIR")
     ap.add_argument("--inputs", metavar="DIR", type=Path,
                     help="write each run's pods, PodGroups and Queue as stored (less uid, resourceVersion, "
                          "timestamps) to DIR and say which runs had identical inputs")

@@ -109,7 +109,10 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--listen-address", default=":8080", help="metrics address (:8080)")
     p.add_argument("--enable-healthz", default=False, **flag, help="serve /healthz and /readyz")
     p.add_argument("--healthz-address", default=":11251", help="health address (:11251)")
-    p.add_argument("--bind-workers", type=_int, default=16, help="concurrent binding calls (16)")
+    # 64, not 16: while a long first session holds the GIL, the call loop gets it back only every
+    # few tens of ms, and each turn can start at most this many calls (benchmarks/results/
+    # 2026-11-28-kube-throughput-v115.md: +2 to +14 % pods/s on 1,000 x 5,000).
+    p.add_argument("--bind-workers", type=_int, default=64, help="concurrent binding calls (64)")
     p.add_argument(
         "--eviction-mode",
         choices=("evict", "delete"),

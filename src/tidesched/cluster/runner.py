@@ -83,7 +83,7 @@ class RunOptions:
     listen_address: str = ":8080"
     enable_healthz: bool = False
     healthz_address: str = ":11251"
-    bind_workers: int = 16
+    bind_workers: int = 64  # calls in flight (see --bind-workers)
     eviction_mode: str = "evict"
     eviction_grace_period: int | None = None
     event_interval: float = 600.0
