@@ -32,7 +32,8 @@ What is drawn (each in a share of the worlds, never all):
 
 Left out, and why:
 
-* **task-topology beside gangpreempt/gangreclaim**: vc-scheduler v1.15.1 panics (seed 3037: a
+* **task-topology beside an evicting action** (kept to worlds without preempt, reclaim and the
+  gang actions): vc-scheduler v1.15.1 panics (seed 3037: a
   gang action's RecoverOperations pipelines a bucket's task a second time; task-topology has no
   DeallocateFunc, so its bucket request goes below zero and ``Resource.Sub`` asserts).
 
@@ -87,7 +88,9 @@ def extend(world: "World") -> None:
     # gang action re-pipelines a task of a task-topology bucket (RecoverOperations after a dry
     # run): the plugin has an AllocateFunc but no DeallocateFunc, so the bucket's request is
     # taken twice and Resource.Sub's assertion fails ("resource is not sufficient").
-    if rng.random() < 0.25 and not any(a in _actions(conf) for a in ACTIONS):
+    # Seed 2041 (preempt and reclaim) left vc-scheduler unsettled the same way: task-topology
+    # is drawn only where nothing evicts.
+    if rng.random() < 0.5 and not evicting:
         _task_topology(rng, world, tier2)
     if rng.random() < 0.2:
         _nodegroup(rng, world, tier2)
