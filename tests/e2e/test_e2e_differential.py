@@ -37,8 +37,8 @@ from differential_deliberate import DELIBERATE  # noqa: E402
 # does not, on purpose (since differential_plugins draws gangpreempt in place of its preempt, that
 # case is held by the recorded outcome in tests/test_differential.py). v1.15's new actions and
 # plugins (differential_plugins): gangreclaim beside reclaim with cdp and nodegroup on capacity
-# (3030); preempt and reclaim with priority's Preemptable switched off, task-topology, nodegroup
-# and sla (3072).
+# (3030); preempt and reclaim with priority's TaskOrder switched off and sla on capacity
+# (3072).
 SEEDS = (1008, 2004, 2009, 2027, 2030, 2041, 3030, 3072)
 
 
