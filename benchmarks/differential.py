@@ -95,6 +95,7 @@ from volcano import V115, V170, find_volcano, install_volcano_crds, start_vc_sch
 import differential_claims  # noqa: E402
 import differential_topology  # noqa: E402
 import differential_objects  # noqa: E402
+import differential_plugins  # noqa: E402
 
 NS = "diff"
 VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
@@ -137,6 +138,7 @@ class PodSpec:
     node: str | None = None  # bound and Running when the world starts
     preemptable: bool | None = None  # volcano.sh/preemptable annotation; None: absent (true)
     claim_template: str | None = None  # a DRA claim made from this template (differential_claims)
+    annotations: dict[str, str] = field(default_factory=dict)  # differential_plugins' (cdp, task-spec)
 
 
 @dataclass
@@ -149,6 +151,7 @@ class JobSpec:
     min_resources: dict[str, str] | None = None
     network_topology: dict[str, Any] | None = None  # spec.networkTopology (differential_topology)
     sub_groups: list[dict[str, Any]] | None = None  # spec.subGroupPolicy (differential_topology)
+    annotations: dict[str, str] = field(default_factory=dict)  # differential_plugins' (sla, task-topology)
 
 
 @dataclass
@@ -162,6 +165,7 @@ class QueueSpec:
     deserved: dict[str, str] | None = None
     guarantee: dict[str, str] | None = None
     parent: str | None = None
+    affinity: dict[str, Any] | None = None  # nodegroup's spec.affinity (differential_plugins)
 
 
 @dataclass
@@ -266,6 +270,8 @@ def queue_manifest(q: QueueSpec) -> dict[str, Any]:
         spec["guarantee"] = {"resource": dict(q.guarantee)}
     if q.parent:
         spec["parent"] = q.parent
+    if q.affinity:
+        spec["affinity"] = copy.deepcopy(q.affinity)
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": q.name},
             "spec": spec, "status": {"state": "Open", "allocated": {}}}
 
@@ -278,8 +284,11 @@ def podgroup_manifest(j: JobSpec) -> dict[str, Any]:
         spec["minResources"] = dict(j.min_resources)
     spec.update(differential_topology.podgroup_spec(j))
     status: dict[str, Any] = {"phase": "Running" if j.running else "Pending"}
+    md: dict[str, Any] = {"name": j.name, "namespace": NS}
+    if j.annotations:
+        md["annotations"] = dict(j.annotations)
     return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": j.name, "namespace": NS}, "spec": spec, "status": status}
+            "metadata": md, "spec": spec, "status": status}
 
 
 def pod_requests(p: PodSpec) -> dict[str, str]:
@@ -312,7 +321,7 @@ def pod_manifest(p: PodSpec, job: JobSpec) -> dict[str, Any]:
         spec["tolerations"] = [dict(t) for t in p.tolerations]
     if p.node:
         spec["nodeName"] = p.node
-    ann = {GROUP_NAME: job.name}
+    ann = {GROUP_NAME: job.name, **p.annotations}
     if p.preemptable is not None:
         ann["volcano.sh/preemptable"] = "true" if p.preemptable else "false"
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
@@ -325,7 +334,10 @@ def pod_manifest(p: PodSpec, job: JobSpec) -> dict[str, Any]:
         spec["containers"][0]["resources"]["claims"] = [{"name": c["name"]} for c in extra_spec["resourceClaims"]]
         body["status"] = extra_status
     if p.node:
-        body["status"] = {"phase": "Running"}
+        # PodScheduled as the binding left it (cdp's cooldown counts from it); populate
+        # sets it to the time the world is made.
+        body["status"] = {"phase": "Running", "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2023-11-14T22:13:20Z"}]}
     return body
 
 
@@ -457,7 +469,10 @@ def extend_v115(world: World) -> World:
     ``enableHierarchy``: the key v1.15.1 reads; it ignores tidesched's other spelling).
     HyperNodes and gangs held to them (``differential_topology``), DRA claims
     (``differential_claims``), and gates, PVCs, budgets and a quota (``differential_objects``), each
-    from a random stream of its own."""
+    from a random stream of its own; the new actions and plugins (gangpreempt, gangreclaim,
+    resource-strategy-fit, sla, task-topology, nodegroup, cdp, binpack's GPU arguments) from
+    ``differential_plugins``, first: the other parts look at the actions it chose."""
+    differential_plugins.extend(world)  # the new actions and plugins: a stream of their own
     differential_objects.draw(world)  # gates, claims, budgets: a random stream of their own
     world.root_queue = True
     differential_topology.draw(world)
@@ -813,6 +828,7 @@ class Outcome:
     seconds: float
     sessions: int
     log: str = ""
+    uids: dict[str, str] = field(default_factory=dict)  # pod name -> uid as the world was made
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -923,7 +939,8 @@ def populate(api: Api, world: World) -> None:
                 now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                 api.patch(f"/api/v1/namespaces/{NS}/pods/{m['metadata']['name']}/status", {"status": {
                     **status, "startTime": now,
-                    "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}})
+                    "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+                                   {"type": "Ready", "status": "True", "lastTransitionTime": now}]}})
         else:
             differential_objects.populate_object(api, m)
 
@@ -960,6 +977,7 @@ def run_world(plane: Plane, world: World, which: str, opts: Options, workdir: Pa
     api = plane.api
     populate(api, world)
     differential_objects.prepare(plane, world)
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in api.items(f"/api/v1/namespaces/{NS}/pods")}
     workdir.mkdir(parents=True, exist_ok=True)
     # Not beside the log: vc-scheduler watches its configuration's directory and reloads on
     # every write there.
@@ -1012,6 +1030,7 @@ def run_world(plane: Plane, world: World, which: str, opts: Options, workdir: Pa
             tide.stop()
         kubelet.stop()
     out.log = str(log)
+    out.uids = uids
     return out
 
 
@@ -1038,24 +1057,31 @@ def read_outcome(api: Api, which: str, settled: bool, seconds: float, sessions: 
 def local_run(world: World, *, config: str | None = None, max_sessions: int = 20,
               trace: Callable[[str], None] | None = None, v170: frozenset[str] = frozenset(),
               fired: Any = None, seed: int | None = None, deliberate: frozenset[str] = frozenset(),
-              seen: Any = None, guide: Any = None) -> Outcome:
+              seen: Any = None, guide: Any = None, uids: dict[str, str] | None = None) -> Outcome:
     """``v170``: the parts (allocate, preempt, reclaim, session, binpack) run as Volcano
     v1.7.0's (``differential_v170``); ``fired`` collects the differences that decided
     something; ``seed``: vc-scheduler's random choices drawn from it; ``deliberate``: Volcano's
     rule where tidesched differs on purpose (``differential_deliberate``), ``seen`` collecting
     where it decided otherwise; ``guide``: equal node scores broken as a vc-scheduler run broke
-    them (``differential_ties``)."""
+    them (``differential_ties``); ``uids``: the pods' uids as a run of the world had them
+    (:func:`run_uids`; else namespace/name), since Volcano and tidesched break some ties by pod
+    uid (gangpreempt's and gangreclaim's bundles)."""
     from differential_deliberate import volcano_rules
     from differential_ties import following
     from differential_v170 import emulating
 
     ties = following(guide) if guide is not None else contextlib.nullcontext()
     with emulating(v170, fired, seed), volcano_rules(deliberate, seen), ties:
-        return _local_run(world, config=config, max_sessions=max_sessions, trace=trace)
+        return _local_run(world, config=config, max_sessions=max_sessions, trace=trace, uids=uids)
+
+
+def run_uids(out: Outcome | None) -> dict[str, str] | None:
+    """The pods' uids in the run ``out`` (None when it recorded none)."""
+    return dict(out.uids) if out is not None and out.uids else None
 
 
 def _local_run(world: World, *, config: str | None, max_sessions: int,
-               trace: Callable[[str], None] | None) -> Outcome:
+               trace: Callable[[str], None] | None, uids: dict[str, str] | None = None) -> Outcome:
     from tidesched.model.loader import Manifest
     from tidesched.scheduler import config_from_text, schedule_manifests
 
@@ -1064,11 +1090,14 @@ def _local_run(world: World, *, config: str | None, max_sessions: int,
     base = 1_700_000_000.0
     for i, m in enumerate(objs):
         md = m["metadata"]
+        if m["kind"] == "Pod" and uids and md["name"] in uids:
+            md["uid"] = uids[md["name"]]
         md.setdefault("uid", f"{md.get('namespace', '')}/{md['name']}")
         # PodGroups one second apart in name order (as created), everything else at the start.
         order = i if m["kind"] == "PodGroup" else 0
         md["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(base + order))
     pods = {m["metadata"]["name"]: m for m in objs if m["kind"] == "Pod"}
+    all_uids = {name: m["metadata"]["uid"] for name, m in pods.items()}
     pgs = {m["metadata"]["name"]: m for m in objs if m["kind"] == "PodGroup"}
     quiet = 0
     n = 0
@@ -1115,7 +1144,7 @@ def _local_run(world: World, *, config: str | None, max_sessions: int,
                   "deleting": False}
            for name, p in pods.items()}
     return Outcome("tidesched-local", out, {k: v["status"].get("phase", "") for k, v in pgs.items()},
-                   quiet >= 2, 0.0, n)
+                   quiet >= 2, 0.0, n, uids=all_uids)
 
 
 # ------------------------------------------------------------------------------------------
@@ -1222,6 +1251,10 @@ class Explanation:
 
         if self.note:
             return self.note
+        if self.keys == [RANDOM_CHOICE] and self.examples.get(RANDOM_CHOICE) == UID_TIES:
+            return ("Volcano's random choices: tidesched's own rules give vc-scheduler's outcome with the pod "
+                    "uids its run had (ties broken by pod uid, e.g. between gang actions' bundles; the API "
+                    "server draws uids at random)")
         if self.keys == [RANDOM_CHOICE] and self.seed is None:
             return ("Volcano's random choices: tidesched's own rules give vc-scheduler's outcome with equal "
                     "node scores broken as vc-scheduler's log shows it broke them (tidesched takes the first "
@@ -1242,6 +1275,7 @@ EMULATION_SEEDS = 64
 # A mismatch that Volcano's own randomness explains (a rerun of vc-scheduler, or a replay of
 # tidesched's rules with vc-scheduler's random tie-breaks) rather than a v1.7.0/master difference.
 RANDOM_CHOICE = "volcano-random-choice"
+UID_TIES = "pod uids as vc-scheduler's run had them"
 
 
 def _matches(world: World, out: Outcome, samples: list[Outcome]) -> bool:
@@ -1258,7 +1292,7 @@ def explain(world: World, vc_samples: list[Outcome], ts: Outcome, version: str =
     vc_samples = [s for s in vc_samples if s.settled and compare(world, s, ts)]
     if not ts.settled or not vc_samples:
         return None  # (a run of vc-scheduler that gives tidesched's outcome is the caller's to weigh)
-    plain = local_run(world)
+    plain = local_run(world, uids=run_uids(ts))
     if compare(world, plain, ts):
         first = "; ".join(str(d) for d in compare(world, plain, ts)[:3])
         return Explanation([], [], None, {}, note=f"tidesched's live run differs from its in-process replay "
@@ -1288,13 +1322,26 @@ def _explain_by_luck(world: World, vc_samples: list[Outcome]) -> Explanation | N
     for sample in vc_samples:
         choices = vc_choices(sample.log) if sample.log else {}
         guide = Guide(choices, vc_victims(sample.log) if sample.log else [])
-        if choices and _matches(world, local_run(world, guide=guide), [sample]) and guide.followed:
+        if choices and _matches(world, local_run(world, guide=guide, uids=run_uids(sample)), [sample]) \
+                and guide.followed:
             return Explanation([RANDOM_CHOICE], [], None,
                                {RANDOM_CHOICE: f"{guide.followed} tie(s) broken as vc-scheduler's log shows"})
+    for uids, samples in _by_uids(vc_samples):
+        if uids and _matches(world, local_run(world, uids=uids), samples):
+            return Explanation([RANDOM_CHOICE], [], None, {RANDOM_CHOICE: UID_TIES})
     for seed in range(1, EMULATION_SEEDS + 1):
-        if _matches(world, local_run(world, seed=seed), vc_samples):
-            return Explanation([RANDOM_CHOICE], [], seed, {RANDOM_CHOICE: f"ties drawn by seed {seed}"})
+        for uids, samples in _by_uids(vc_samples):
+            if _matches(world, local_run(world, seed=seed, uids=uids), samples):
+                return Explanation([RANDOM_CHOICE], [], seed, {RANDOM_CHOICE: f"ties drawn by seed {seed}"})
     return None
+
+
+def _by_uids(samples: list[Outcome]) -> list[tuple[dict[str, str] | None, list[Outcome]]]:
+    """The samples grouped by the pod uids their runs had (one replay per group)."""
+    groups: dict[tuple[tuple[str, str], ...], list[Outcome]] = {}
+    for sample in samples:
+        groups.setdefault(tuple(sorted((run_uids(sample) or {}).items())), []).append(sample)
+    return [(dict(key) or None, group) for key, group in groups.items()]
 
 
 def _explain_by_deliberate(world: World, vc_samples: list[Outcome]) -> Explanation | None:
@@ -1309,15 +1356,16 @@ def _explain_by_deliberate(world: World, vc_samples: list[Outcome]) -> Explanati
         choices = vc_choices(sample.log) if sample.log else {}
         seen = Seen()
         guide = Guide(choices, vc_victims(sample.log) if sample.log else [])
-        if choices and _matches(world, local_run(world, deliberate=everything, seen=seen, guide=guide),
-                                [sample]) and seen.seen:
+        if choices and _matches(world, local_run(world, deliberate=everything, seen=seen, guide=guide,
+                                                 uids=run_uids(sample)), [sample]) and seen.seen:
             return Explanation(sorted(seen.seen), [], None, dict(seen.seen))
     for seed in (None, *range(1, EMULATION_SEEDS + 1)):
-        seen = Seen()
-        if _matches(world, local_run(world, seed=seed, deliberate=everything, seen=seen), vc_samples):
-            if not seen.seen:
-                return None  # nothing deliberate acted: the random-choice replay says more
-            return Explanation(sorted(seen.seen), [], seed, dict(seen.seen))
+        for uids, samples in _by_uids(vc_samples):
+            seen = Seen()
+            if _matches(world, local_run(world, seed=seed, deliberate=everything, seen=seen, uids=uids), samples):
+                if not seen.seen:
+                    return None  # nothing deliberate acted: the random-choice replay says more
+                return Explanation(sorted(seen.seen), [], seed, dict(seen.seen))
     return None
 
 

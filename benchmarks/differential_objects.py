@@ -319,7 +319,8 @@ def lift_gates(api: Api, world: World, lifted: set[str]) -> bool:
 
 def lift_local_gates(world: World, pods: dict[str, dict[str, Any]]) -> bool:
     """The same in the in-process replay: ``pods`` are its pod manifests by name."""
-    todo = [p for p in (world.objects or {}).get("lift") or () if pods[p]["spec"].get("schedulingGates")]
+    # A lifted pod may since have been bound and evicted (gone from the replay).
+    todo = [p for p in (world.objects or {}).get("lift") or () if p in pods and pods[p]["spec"].get("schedulingGates")]
     for pod in todo:
         del pods[pod]["spec"]["schedulingGates"]
     return bool(todo)

@@ -9,6 +9,7 @@ deliberate difference that caused it (``differential_deliberate``). The recorded
 from __future__ import annotations
 
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ if str(ROOT / "benchmarks") not in sys.path:
     sys.path.append(str(ROOT / "benchmarks"))  # last: benchmarks/trace.py must not hide the stdlib's
 
 import differential as d  # noqa: E402
+import differential_plugins as dp  # noqa: E402
 import differential_v170 as v170  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "differential"
@@ -48,10 +50,12 @@ def test_worlds_are_reproducible_and_valid(seed: int, version: str) -> None:
         assert all(d.static_fit(p, n) for p in on)
     conf = d.yaml.safe_load(w.config)
     actions = [a.strip() for a in conf["actions"].split(",")]
-    assert actions[:2] == ["enqueue", "allocate"] and set(actions) <= set(d.ACTIONS)
+    v115 = version == d.V115
+    assert actions[:2] == ["enqueue", "allocate"]
+    assert set(actions) <= set(d.ACTIONS) | (set(dp.ACTIONS) if v115 else set())
     plugins = {p["name"] for t in conf["tiers"] for p in t["plugins"]}
-    v115 = {"capacity", "network-topology-aware", "pdb", "resourcequota"} if version == d.V115 else set()
-    assert {"predicates", "nodeorder"} <= plugins <= set(d.PLUGINS) | v115
+    extra = {"capacity", "network-topology-aware", "pdb", "resourcequota", *dp.PLUGINS} if v115 else set()
+    assert {"predicates", "nodeorder"} <= plugins <= set(d.PLUGINS) | extra
 
 
 def test_presets_are_valid_worlds() -> None:
@@ -153,8 +157,9 @@ def test_a_v115_world_is_the_v170_world_with_v115_fields_added() -> None:
     for seed in range(2000, 2040):
         old, new = d.generate(seed, d.V170), d.generate(seed, d.V115)
         assert [p.name for p in old.pods] == [p.name for p in new.pods]
-        for n in new.nodes:  # HyperNodes may select nodes by a label of their own (differential_topology)
+        for n in new.nodes:  # v1.15 labels: HyperNodes' own (differential_topology), nodegroup's (plugins)
             n.labels.pop("differential.tidesched.io/leaf", None)
+            n.labels.pop(dp.NODEGROUP_LABEL, None)
         assert old.nodes == new.nodes
         assert [q.name for q in old.queues] == [q.name for q in new.queues if q.name != "p1"]
         assert not old.root_queue and new.root_queue
@@ -513,3 +518,92 @@ def test_the_local_replay_holds_a_job_its_namespace_quota_cannot_take() -> None:
     res = d.job_results(w, d.local_run(w))
     assert (res["j00"].bound, res["j00"].phase) == (0, "Pending")
     assert (res["j01"].bound, res["j01"].phase) == (1, "Running")
+
+
+def _plugin(conf: dict, name: str) -> dict | None:
+    return next((p for t in conf["tiers"] for p in t["plugins"] if p["name"] == name), None)
+
+
+def test_v115_worlds_draw_the_new_actions_and_plugins_in_a_share_of_worlds() -> None:
+    """differential_plugins: each new action and plugin in some worlds, none in all, and the
+    objects the plugins read in the manifests both schedulers are given."""
+    worlds = [d.generate(s) for s in range(3000, 3200)]
+    confs = [d.yaml.safe_load(w.config) for w in worlds]
+    for name in (*dp.ACTIONS, *dp.PLUGINS):
+        share = sum(name in c["actions"] or _plugin(c, name) is not None for c in confs) / len(confs)
+        assert 0.08 < share < 0.4, (name, share)
+    assert sum(not any(n in w.config for n in (*dp.ACTIONS, *dp.PLUGINS)) for w in worlds) > 20
+    switched = [w.seed for w, c in zip(worlds, confs) if any(
+        p.get(k) is False for t in c["tiers"] for p in t["plugins"] for k in dp.SWITCHES.get(p["name"], ()))]
+    assert 0.08 < len(switched) / len(worlds) < 0.4
+    for w, conf in zip(worlds, confs):
+        actions = [a.strip() for a in conf["actions"].split(",")]
+        assert len(actions) == len(set(actions)), w.seed
+        configured = {c["name"] for c in conf.get("configurations", [])}
+        assert ("reclaim" in configured) == ("reclaim" in actions), w.seed  # the gang-safe switch
+        names = [p["name"] for p in conf["tiers"][-1]["plugins"]]
+        if "sla" in names:
+            # the last job-order plugin (those after it order no jobs): ties fall back alike
+            assert set(names[names.index("sla") + 1:]) <= {"network-topology-aware", "pdb", "resourcequota"}, w.seed
+        objs = w.manifests()
+        if _plugin(conf, "nodegroup"):
+            assert any(dp.NODEGROUP_LABEL in o["metadata"]["labels"] for o in objs if o["kind"] == "Node")
+            assert any("affinity" in o["spec"] for o in objs if o["kind"] == "Queue")
+        if _plugin(conf, "task-topology"):  # never with a gang action (vc-scheduler panics, seed 3037)
+            assert not any(a in actions for a in ("preempt", "reclaim", *dp.ACTIONS)), w.seed
+            assert all(dp.TASK_SPEC in o["metadata"]["annotations"] for o in objs if o["kind"] == "Pod")
+        for o in objs:  # only values that cannot expire while a world runs
+            ann = o["metadata"].get("annotations") or {}
+            assert ann.get(dp.COOLDOWN, "0s") in ("0s", "1000h")
+            assert ann.get(dp.SLA_WAITING_TIME, "1ns") in ("1ns", "300h", "600h")
+
+
+def test_plugin_draws_keep_the_rest_of_the_world() -> None:
+    """The part's own random stream: a seed's pods, their sizes and nodes, the queues' fields
+    other helpers draw are those of the world without it."""
+    for seed in range(3000, 3030):
+        w, base = d.generate(seed), d._generate_v170(seed)
+        assert [(p.name, p.cpu, p.memory, p.node) for p in w.pods] == [
+            (p.name, p.cpu, p.memory, p.node) for p in base.pods]
+        assert [(j.name, j.min_member, j.queue) for j in w.jobs] == [
+            (j.name, j.min_member, j.queue) for j in base.jobs]
+
+
+def test_plugin_worlds_go_through_the_local_replay() -> None:
+    """The drawn objects reach tidesched through the manifests: a cooldown-protected running
+    pod is no victim, an sla 1ns job is kept pipelined, nodegroup's labels close nodes."""
+    from tidesched.model.loader import Manifest
+    from tidesched.scheduler import config_from_text, schedule_manifests
+
+    for seed in range(3000, 3040):
+        w = d.generate(seed)
+        out = d.local_run(w)
+        assert set(out.pods) <= {p.name for p in w.pods}
+        objs = w.manifests()
+        ssn, _d = schedule_manifests([Manifest(f"{m['kind']}/{m['metadata']['name']}", m) for m in objs],
+                                     config_from_text(w.config, "<world>"), now=1_700_000_100.0)
+        for p in w.pods:
+            if p.annotations.get(dp.COOLDOWN) == "1000h":
+                task = next(t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == p.name)
+                assert task.pod.scheduled_time, (seed, p.name)
+
+
+def _uids(world: d.World, seed: int) -> dict[str, str]:
+    rng = random.Random(seed)
+    return {p.name: f"{rng.getrandbits(64):016x}" for p in world.pods}
+
+
+def test_a_run_is_replayed_with_the_pod_uids_it_had() -> None:
+    """Seed 3037 (drawn with gangreclaim): Volcano and tidesched break ties between gang bundles
+    by pod uid, which the API server draws at random; tidesched ran it once evicting 3 pods and
+    once 8. The replay with a run's uids gives that run's outcome, so that run is not taken for
+    timing, and a vc-scheduler outcome that only its uids explain is explained as its luck."""
+    world = d.World.from_json(json.loads((DATA / "v115-seed-3037-uids.json").read_text())["world"])
+    by_name, drawn = d.local_run(world), d.local_run(world, uids=_uids(world, 1))
+    assert sum(r.evicted for r in d.job_results(world, by_name).values()) == 3
+    assert sum(r.evicted for r in d.job_results(world, drawn).values()) == 8
+    assert d.run_uids(drawn) == _uids(world, 1)
+    assert not d.compare(world, d.local_run(world, uids=d.run_uids(drawn)), drawn)
+    expl = d.explain(world, [drawn], by_name, d.V115)  # vc-scheduler's run had the drawn uids
+    assert expl is not None and expl.explains and expl.keys == [d.RANDOM_CHOICE], expl
+    assert "pod uids" in expl.text()
