@@ -1,5 +1,6 @@
-"""Differential runs: random Volcano worlds through Volcano v1.7.0's vc-scheduler and through
-``tidesched run``, each on a real control plane of its own, compared at job level.
+"""Differential runs: random Volcano worlds through Volcano's vc-scheduler (v1.15.1 by default;
+``--volcano 1.7.0``: v1.7.0's) and through ``tidesched run``, each on a real control plane of its
+own, compared at job level.
 
 A *world* is what a scheduler finds when it starts: Nodes (labels, taints, cpu/memory/pods and
 sometimes ``nvidia.com/gpu``), Queues (weight, capability, reclaimable), PriorityClasses,
@@ -7,8 +8,12 @@ PodGroups (``Pending`` with pods waiting, or ``Running`` with pods already bound
 preempt and reclaim have victims) and their pods (requests, node selectors, tolerations), and a
 scheduler configuration drawn from what v1.7.0 has (actions enqueue, allocate, backfill, preempt,
 reclaim; plugins priority, gang, conformance, drf, proportion, predicates, nodeorder, binpack,
-overcommit; always predicates and a nodeorder scorer). Worlds come from a seed
-(``random.Random(seed)``): a seed is a world. ``--preset`` gives the twelve hand-made kinds.
+overcommit; always predicates and a nodeorder scorer). For v1.15.1 (:func:`extend_v115`) each
+further part comes from a random stream of its own: the new actions and plugins
+(``differential_plugins``), gates, PVCs, budgets and a quota (``differential_objects``), HyperNodes
+and gangs held to them (``differential_topology``), queue priority, capacity and its hierarchy,
+and DRA claims (``differential_claims``). Worlds come from a seed (``random.Random(seed)``): a seed
+is a world. ``--preset`` gives the twelve hand-made kinds.
 
 Each world is created on a control plane (etcd + kube-apiserver, ``tests/e2e/controlplane.py``)
 per scheduler — the same objects in the same order, PodGroups in name order so that creation
@@ -24,18 +29,17 @@ runs what is bound and removes what is evicted. Once pods and PodGroups have not
   node only). Other node names are not compared: vc-scheduler picks at random among nodes of
   equal score (``SelectBestNode``), tidesched the first by name.
 
-A mismatch is *explained* when it is a known difference between v1.7.0 and Volcano master
-(which tidesched follows): the world, replayed in this process through tidesched's framework
-and plugins with v1.7.0's variant of the parts concerned (``differential_v170.py``: allocate,
-preempt, reclaim, the PodGroup phase, binpack, proportion — each difference listed there with
-its master commit, and in docs/fidelity.md), gives vc-scheduler's outcome, with vc-scheduler's
-random choices drawn from one of a few seeds; the explanation names the differences that
-acted. A mismatch is also explained as Volcano's own randomness when a rerun of vc-scheduler
-(``--reruns``) gives tidesched's outcome, or when tidesched's own rules, replayed with equal node
-scores broken at random as vc-scheduler breaks them (tidesched takes the first by name), give
-vc-scheduler's outcome under one of a few draws. The rest is *unexplained*. Every mismatch is
-written to ``--out``/seed-N/ (or PRESET-N/): world.json, objects.yaml and scheduler.conf,
-both outcomes, the reruns, the differences, the verdict and both schedulers' logs; replay it
+A mismatch is *explained* against v1.15.1 only as Volcano's own randomness — a rerun of
+vc-scheduler (``--reruns``) gives tidesched's outcome, or tidesched's own rules, replayed with the
+choices vc-scheduler made at random (read from its log: ``differential_ties``) and the pod uids of
+the run, give vc-scheduler's — or as a difference tidesched makes on purpose, confirmed by
+replaying Volcano's rule for it (``differential_deliberate``); never as a version difference.
+Against v1.7.0 a known difference between v1.7.0 and Volcano master also explains one: the world
+replayed with v1.7.0's variant of the parts concerned (``differential_v170.py``, each difference
+listed there and in docs/fidelity.md) gives vc-scheduler's outcome. The rest is *unexplained*.
+Every mismatch is written to ``--out``/seed-N/ (or PRESET-N/): world.json, objects.yaml and
+scheduler.conf, both outcomes, the reruns, the differences, the verdict and both schedulers'
+logs; replay it
 with ``--only N``, ``--preset NAME`` or ``--replay DIR`` (``--local``: through tidesched's core
 in this process, no control plane, each session's decisions printed).
 
@@ -47,7 +51,7 @@ in this process, no control plane, each session's decisions printed).
 The big run (about 7 s per world on two cores, both schedulers side by side, plus reruns of
 mismatching worlds):
 
-    .venv/bin/python benchmarks/differential.py --worlds 200 --seed 1000 --out differential-200
+    .venv/bin/python benchmarks/differential.py --worlds 300 --seed 3000 --out differential-300
 
 Prints ``N worlds, M match, K explained, U unexplained`` and which difference explained how
 many worlds; exit code 1 when U > 0.
