@@ -107,6 +107,12 @@ VOLCANO_API = "/apis/scheduling.volcano.sh/v1beta1"
 GROUP_NAME = "scheduling.k8s.io/group-name"
 WORLD_LABEL = "differential.tidesched.io/world"
 SCHEDULERS = ("vc-scheduler", "tidesched")
+# vc-scheduler v1.15.1 deletes its victims (defaultEvictor: a status update, then DELETE), so a
+# PodDisruptionBudget binds it only through the pdb plugin; tidesched's default Eviction API also
+# lets the API server refuse what a budget forbids (docs/operations.md, --eviction-mode): Volcano's
+# way here (seed 3092: a budget of 4 of 4 pods, vc-scheduler evicted one, the API server refused
+# tidesched's eviction).
+TIDESCHED_ARGS = ("--eviction-mode", "delete")
 GPU = "nvidia.com/gpu"
 PRIORITY_CLASSES = {"pc-low": 10, "pc-mid": 100, "pc-high": 1000}
 ROOT_QUEUE = "root"
@@ -1006,8 +1012,8 @@ def run_world(plane: Plane, world: World, which: str, opts: Options, workdir: Pa
                                             *differential_objects.SCHEDULER_ARGS))
             sessions, pattern, min_sessions = (lambda: _count(log, _VC_SESSION)), _VC_SESSION, 2
         else:
-            tide = Scheduler(plane.tidesched_kubeconfig, conf, log, list(differential_objects.SCHEDULER_ARGS),
-                             period=period).start()
+            tide = Scheduler(plane.tidesched_kubeconfig, conf, log,
+                             [*differential_objects.SCHEDULER_ARGS, *TIDESCHED_ARGS], period=period).start()
             tide.wait_ready()
             sessions, pattern, min_sessions = (lambda: _count(log, _TS_SESSION)), _TS_SESSION, 1
         del pattern
