@@ -97,6 +97,7 @@ from controlplane import Api, ApiError, ControlPlane, find_assets  # noqa: E402
 from volcano import V115, V170, find_volcano, install_volcano_crds, start_vc_scheduler  # noqa: E402
 
 import differential_claims  # noqa: E402
+import differential_deliberate  # noqa: E402
 import differential_topology  # noqa: E402
 import differential_objects  # noqa: E402
 import differential_plugins  # noqa: E402
@@ -488,6 +489,9 @@ def extend_v115(world: World) -> World:
     differential_topology.draw(world)
     _extend_queues(world)
     differential_claims.draw(world)  # after the queue draws: it looks for proportion
+    conf = yaml.safe_load(world.config)
+    differential_deliberate.volcano_switches(conf)  # Volcano's side of tidesched's switches
+    world.config = yaml.safe_dump(conf, sort_keys=False)
     return world
 
 

@@ -165,10 +165,10 @@ def following(guide: Guide) -> Iterator[Guide]:
         row = guide.pick(tied)
         return row if row is not None else saved_best_row(scores, candidates)
 
-    def choose_node(ssn: Any, task: Any) -> Any:
+    def choose_node(ssn: Any, task: Any, *args: Any, **kwargs: Any) -> Any:
         guide.ssn, guide.task = ssn, task
         try:
-            return saved_choose(ssn, task)
+            return saved_choose(ssn, task, *args, **kwargs)
         finally:
             guide.task = None
 

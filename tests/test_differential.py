@@ -132,6 +132,33 @@ def test_recorded_vc_outcome_matches_after_the_nodeorder_fix(name: str) -> None:
     assert d.compare(world, vc, d.local_run(world)) == []
 
 
+def test_recorded_v115_outcome_needs_volcanos_predicate_error_cache_by_role() -> None:
+    """Seed 3039 against v1.15.1: a pod's bound local volume ruled a node out for it, and
+    vc-scheduler's predicate error cache ruled that node out for the pod's siblings of the same
+    role, so the gang stayed Inqueue. tidesched's own rule (EXT-4) placed it; the generator now
+    sets Volcano's side (allocate's predicateErrorCacheByRole) and the replay matches."""
+    import differential_deliberate as dd
+
+    world, vc = _recorded("v115-seed-3039")
+    assert "predicateErrorCacheByRole" not in world.config
+    assert d.compare(world, vc, d.local_run(world)) != []
+    conf = d.yaml.safe_load(world.config)
+    dd.volcano_switches(conf)
+    assert conf["configurations"] == [{"name": "allocate", "arguments": {"predicateErrorCacheByRole": True}}]
+    world.config = d.yaml.safe_dump(conf, sort_keys=False)
+    assert d.compare(world, vc, d.local_run(world)) == []
+    assert d.generate(3039).to_json() == world.to_json()  # the world the generator draws today
+
+
+def test_every_v115_world_that_allocates_takes_volcanos_predicate_error_cache() -> None:
+    for seed in range(3000, 3040):
+        conf = d.yaml.safe_load(d.generate(seed).config)
+        allocate = [c for c in conf.get("configurations", []) if c["name"] == "allocate"]
+        assert "allocate" in conf["actions"] and allocate == [
+            {"name": "allocate", "arguments": {"predicateErrorCacheByRole": True}}], seed
+    assert "predicateErrorCacheByRole" not in d.generate(3039, d.V170).config
+
+
 def test_an_outcome_no_v170_rule_gives_is_not_explained() -> None:
     world, vc = _recorded("seed-100")
     ts = d.local_run(world)
