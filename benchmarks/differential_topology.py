@@ -23,7 +23,8 @@ other draw of a seed stays as it was):
 vc-scheduler v1.15.1 reads HyperNodes without a feature gate or flag (its cache watches them when
 the CRD is served: the planes install all of Volcano's CRDs, ``topology.volcano.sh_hypernodes``
 among them) and applies the plugin as configured. Never beside ``task-topology``: vc-scheduler
-v1.15.1 panics there (seed 3126; see :func:`draw`).
+v1.15.1 panics there (seed 3126; see :func:`draw`); and no network topology on a gang with
+WaitForFirstConsumer claims: v1.15.1 gives one local PV to two pods there (seed 3133).
 
 :func:`violations` checks an outcome for what a hard constraint promises: every hard-mode gang's
 bound pods within one HyperNode of a tier no higher than allowed. ``compare`` reports a breach
@@ -119,18 +120,29 @@ def draw(world: World) -> None:
             {"name": "preempt", "arguments": {"enableNetworkTopologyPreemption": False}})
     world.config = yaml.safe_dump(conf, sort_keys=False)
 
+    wffc = ((world.objects or {}).get("volumes") or {}).get("wffc") or {}
     for j in world.jobs:
         if not j.running and rng.random() < 0.5:
-            j.network_topology = {"mode": rng.choice(["hard", "hard", "soft"]),
-                                  "highestTierAllowed": rng.choice([1, 1, 2])}
+            nt = {"mode": rng.choice(["hard", "hard", "soft"]), "highestTierAllowed": rng.choice([1, 1, 2])}
             pods = len(world.pods_of(j.name))
+            sub_groups = None
             if pods >= 2 and rng.random() < 0.35:
                 # Partitions as Volcano's Job controller writes a task's partitionPolicy: pods
                 # labelled by partition, one sub-group per label value, each held to a leaf.
                 size = rng.choice([s for s in (1, 2) if pods % s == 0])
-                j.sub_groups = [{"name": "part", "matchLabelKeys": [PARTITION_LABEL], "subGroupSize": size,
-                                 "minSubGroups": rng.randint(1, pods // size),
-                                 "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}]
+                sub_groups = [{"name": "part", "matchLabelKeys": [PARTITION_LABEL], "subGroupSize": size,
+                               "minSubGroups": rng.randint(1, pods // size),
+                               "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}]
+            if any(p.name in wffc for p in world.pods_of(j.name)):
+                # Not on a gang with WaitForFirstConsumer claims (drawn all the same, so that the
+                # other jobs' draws stay as they were): vc-scheduler v1.15.1 hands one local PV to
+                # two pods there (seed 3133). Its search over HyperNodes replays the gang's
+                # allocations (Statement.RecoverOperations); the replayed AssumePodVolumes finds
+                # its binding's PV already claimed ("not dirty") and leaves the PV cache restored,
+                # so a later pod is given the same PV, and whichever binds second fails its
+                # PreBind: a gang bound below minMember, a different one from run to run.
+                continue
+            j.network_topology, j.sub_groups = nt, sub_groups
 
 
 # -- what a world's HyperNodes hold ----------------------------------------------------------
