@@ -97,6 +97,7 @@ from controlplane import Api, ApiError, ControlPlane, find_assets  # noqa: E402
 from volcano import V115, V170, find_volcano, install_volcano_crds, start_vc_scheduler  # noqa: E402
 
 import differential_claims  # noqa: E402
+import differential_deliberate  # noqa: E402
 import differential_topology  # noqa: E402
 import differential_objects  # noqa: E402
 import differential_plugins  # noqa: E402
@@ -488,6 +489,9 @@ def extend_v115(world: World) -> World:
     differential_topology.draw(world)
     _extend_queues(world)
     differential_claims.draw(world)  # after the queue draws: it looks for proportion
+    conf = yaml.safe_load(world.config)
+    differential_deliberate.volcano_switches(conf)  # Volcano's side of tidesched's switches
+    world.config = yaml.safe_dump(conf, sort_keys=False)
     return world
 
 
@@ -1331,7 +1335,7 @@ def _explain_by_luck(world: World, vc_samples: list[Outcome]) -> Explanation | N
 
     for sample in vc_samples:
         choices = vc_choices(sample.log) if sample.log else {}
-        guide = Guide(choices, vc_victims(sample.log) if sample.log else [])
+        guide = Guide(choices, vc_victims(sample.log) if sample.log else [], _after_lift(world, sample))
         if choices and _matches(world, local_run(world, guide=guide, uids=run_uids(sample)), [sample]) \
                 and guide.followed:
             return Explanation([RANDOM_CHOICE], [], None,
@@ -1344,6 +1348,13 @@ def _explain_by_luck(world: World, vc_samples: list[Outcome]) -> Explanation | N
             if _matches(world, local_run(world, seed=seed, uids=uids), samples):
                 return Explanation([RANDOM_CHOICE], [], seed, {RANDOM_CHOICE: f"ties drawn by seed {seed}"})
     return None
+
+
+def _after_lift(world: World, sample: Outcome) -> dict[str, list[str]] | None:
+    from differential_ties import vc_choices_after_lift
+
+    lifted = (world.objects or {}).get("lift") or ()
+    return vc_choices_after_lift(sample.log, lifted) if sample.log and lifted else None
 
 
 def _by_uids(samples: list[Outcome]) -> list[tuple[dict[str, str] | None, list[Outcome]]]:
@@ -1365,7 +1376,7 @@ def _explain_by_deliberate(world: World, vc_samples: list[Outcome]) -> Explanati
     for sample in vc_samples:  # ties broken as this run broke them
         choices = vc_choices(sample.log) if sample.log else {}
         seen = Seen()
-        guide = Guide(choices, vc_victims(sample.log) if sample.log else [])
+        guide = Guide(choices, vc_victims(sample.log) if sample.log else [], _after_lift(world, sample))
         if choices and _matches(world, local_run(world, deliberate=everything, seen=seen, guide=guide,
                                                  uids=run_uids(sample)), [sample]) and seen.seen:
             return Explanation(sorted(seen.seen), [], None, dict(seen.seen))

@@ -6,7 +6,9 @@ variant decided otherwise than tidesched's rule did. Differences tidesched makes
 *behind* a switch (gang-safe reclaim: ``enableGangSafeReclaim``; DEC-8 victim order:
 ``victimOrder``) are not here: the world's configuration chooses Volcano's side of them.
 
-Each entry is listed in docs/fidelity.md ("Deliberately not as Volcano").
+Each entry is listed in docs/fidelity.md ("Deliberately not as Volcano"). ``volcano_switches``
+sets, in a v1.15.1 world's configuration, the switches that give Volcano's side where there is one
+and no other part of the generator sets it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,25 @@ DELIBERATE = {
         "volcano-sh/volcano#5963 (open), master 7976b63e2",
     ),
 }
+
+
+# allocate's switches for Volcano v1.15.1's side: its predicate error cache by job and task role
+# (tidesched's own rule, EXT-4, shares no failure between pods of different templates;
+# src/tidesched/framework/predicate_cache.py). Found by seed 3039.
+ALLOCATE_SWITCHES = {"predicateErrorCacheByRole": True}
+
+
+def volcano_switches(conf: dict[str, Any]) -> None:
+    """Set Volcano's side of tidesched's switches in a parsed scheduler configuration (in place):
+    allocate's, when the configuration allocates. vc-scheduler ignores arguments it does not know."""
+    if "allocate" not in [a.strip() for a in str(conf.get("actions", "")).split(",")]:
+        return
+    configurations = conf.setdefault("configurations", [])
+    entry = next((c for c in configurations if c.get("name") == "allocate"), None)
+    if entry is None:
+        entry = {"name": "allocate", "arguments": {}}
+        configurations.append(entry)
+    entry.setdefault("arguments", {}).update(ALLOCATE_SWITCHES)
 
 
 class Seen:

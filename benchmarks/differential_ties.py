@@ -8,7 +8,9 @@ the replay reads the nodes vc-scheduler chose from its own log (``-v=4``: every 
 allocated or pipelined, in order, ``statement.go``) and, wherever tidesched's rules leave that
 node among the equally best, takes it; elsewhere tidesched's own choice stands. The victims it
 tried (``Try to preempt/reclaim Task``) come first among a node's tasks, as Go's map order gave
-them to its plugins. If that replay gives vc-scheduler's outcome, the difference was Volcano's
+them to its plugins. Where the world lifts scheduling gates, the two runs may have had different
+numbers of sessions before; once the replay lifts them it follows the choices of vc-scheduler's
+sessions after the lift. If that replay gives vc-scheduler's outcome, the difference was Volcano's
 luck, not a rule.
 """
 
@@ -18,7 +20,7 @@ import collections
 import contextlib
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
 
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
 _CHOICE = re.compile(r"After (?:allocated|pipelined) Task <([^>]+)> to Node <([^>]+)>")
 # preempt.go / reclaim.go: "Try to preempt Task <ns/pod> for Task <...>", "Try to reclaim Task ...".
 _VICTIM = re.compile(r"Try to (?:preempt|reclaim) Task <([^>]+)> for Tasks? <")
+# allocate.go: "Task <ns/pod> has external scheduling gate, skip it."; session.go: "Open Session ...".
+_GATED = re.compile(r"Task <([^>]+)> has external scheduling gate")
+_SESSION = "Open Session "
 
 
 def vc_victims(log: str | Path) -> list[str]:
@@ -42,21 +47,47 @@ def vc_victims(log: str | Path) -> list[str]:
 
 def vc_choices(log: str | Path) -> dict[str, list[str]]:
     """Pod key (``ns/name``) -> the nodes vc-scheduler chose for it, in its log's order."""
-    out: dict[str, list[str]] = collections.defaultdict(list)
     try:
         text = Path(log).read_text(errors="replace")
     except OSError:
         return {}
+    return _choices(text)
+
+
+def _choices(text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = collections.defaultdict(list)
     for m in _CHOICE.finditer(text):
         out[m.group(1)].append(m.group(2))
     return dict(out)
 
 
+def vc_choices_after_lift(log: str | Path, lifted: Iterable[str]) -> dict[str, list[str]] | None:
+    """The choices of the sessions vc-scheduler opened once the gates of ``lifted`` (pod names)
+    were gone: from the first session after the last one that still skipped one of them as
+    gated (``allocate.go``: "Task <ns/pod> has external scheduling gate"). None when the log
+    shows no such pod gated (nothing to realign on)."""
+    names = set(lifted)
+    try:
+        text = Path(log).read_text(errors="replace")
+    except OSError:
+        return None
+    last = max((m.end() for m in _GATED.finditer(text) if m.group(1).split("/", 1)[-1] in names), default=None)
+    if last is None:
+        return None
+    start = text.find(_SESSION, last)
+    return _choices(text[start:]) if start >= 0 else {}
+
+
 class Guide:
     """The choices still to be followed, and how many ties went vc-scheduler's way."""
 
-    def __init__(self, choices: dict[str, list[str]], victims: list[str] | None = None) -> None:
+    def __init__(self, choices: dict[str, list[str]], victims: list[str] | None = None,
+                 after_lift: dict[str, list[str]] | None = None) -> None:
         self.left = {k: collections.deque(v) for k, v in choices.items()}
+        # The choices of vc-scheduler's sessions after the gates were lifted: the replay goes on
+        # with these once it lifts them, since the two runs need not have had as many sessions
+        # before (a choice of vc-scheduler's extra sessions would otherwise be taken for a later one).
+        self.after_lift = after_lift
         # Volcano walks a node's tasks in Go map order (the gang plugin lets the first ones go):
         # the victims vc-scheduler tried come first, in its order.
         self.victim_rank = {k: i for i, k in enumerate(victims or [])}
@@ -79,6 +110,11 @@ class Guide:
                     self.followed += 1
                 return int(row)
         return None
+
+    def lifted(self) -> None:
+        """The replay lifted the gates: vc-scheduler's choices from its first session after."""
+        if self.after_lift is not None:
+            self.left = {k: collections.deque(v) for k, v in self.after_lift.items()}
 
     def consume(self, task: "TaskInfo", node: str) -> None:
         """tidesched placed ``task`` on ``node``: vc-scheduler's next choice for it is used up
@@ -110,21 +146,29 @@ def following(guide: Guide) -> Iterator[Guide]:
     import tidesched.framework.placement as placement
     from tidesched.framework.statement import Statement
 
+    import differential_objects
     saved_choose, saved_best_row, saved_best_node = placement.choose_node, placement._best_row, placement.best_node
     saved_rows, saved_alloc, saved_pipe = preempt._rows_by_score, Statement.allocate, Statement.pipeline
     saved_backfill, saved_gang = backfill.best_node, gang.best_node
     saved_walk = steps.walk_rows
     saved_tasks = {m: m.node_tasks_sorted for m in (steps, preempt)}
+    saved_lift = differential_objects.lift_local_gates
+
+    def lift_local_gates(world: Any, pods: Any) -> bool:
+        done = saved_lift(world, pods)
+        if done:
+            guide.lifted()
+        return done
 
     def best_row(scores: np.ndarray, candidates: np.ndarray) -> int | None:
         tied = _top(scores, candidates)
         row = guide.pick(tied)
         return row if row is not None else saved_best_row(scores, candidates)
 
-    def choose_node(ssn: Any, task: Any) -> Any:
+    def choose_node(ssn: Any, task: Any, *args: Any, **kwargs: Any) -> Any:
         guide.ssn, guide.task = ssn, task
         try:
-            return saved_choose(ssn, task)
+            return saved_choose(ssn, task, *args, **kwargs)
         finally:
             guide.task = None
 
@@ -190,6 +234,7 @@ def following(guide: Guide) -> Iterator[Guide]:
         backfill.best_node, gang.best_node = best_node, best_node
         preempt._rows_by_score = rows_by_score
         steps.walk_rows = walk_rows
+        differential_objects.lift_local_gates = lift_local_gates
         for m, fn in saved_tasks.items():
             m.node_tasks_sorted = node_tasks(fn)
         Statement.allocate, Statement.pipeline = allocate, pipeline  # type: ignore[method-assign]
@@ -200,6 +245,7 @@ def following(guide: Guide) -> Iterator[Guide]:
         backfill.best_node, gang.best_node = saved_backfill, saved_gang
         preempt._rows_by_score = saved_rows
         steps.walk_rows = saved_walk
+        differential_objects.lift_local_gates = saved_lift
         for m, fn in saved_tasks.items():
             m.node_tasks_sorted = fn
         Statement.allocate, Statement.pipeline = saved_alloc, saved_pipe  # type: ignore[method-assign]

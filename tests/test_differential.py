@@ -132,6 +132,33 @@ def test_recorded_vc_outcome_matches_after_the_nodeorder_fix(name: str) -> None:
     assert d.compare(world, vc, d.local_run(world)) == []
 
 
+def test_recorded_v115_outcome_needs_volcanos_predicate_error_cache_by_role() -> None:
+    """Seed 3039 against v1.15.1: a pod's bound local volume ruled a node out for it, and
+    vc-scheduler's predicate error cache ruled that node out for the pod's siblings of the same
+    role, so the gang stayed Inqueue. tidesched's own rule (EXT-4) placed it; the generator now
+    sets Volcano's side (allocate's predicateErrorCacheByRole) and the replay matches."""
+    import differential_deliberate as dd
+
+    world, vc = _recorded("v115-seed-3039")
+    assert "predicateErrorCacheByRole" not in world.config
+    assert d.compare(world, vc, d.local_run(world)) != []
+    conf = d.yaml.safe_load(world.config)
+    dd.volcano_switches(conf)
+    assert conf["configurations"] == [{"name": "allocate", "arguments": {"predicateErrorCacheByRole": True}}]
+    world.config = d.yaml.safe_dump(conf, sort_keys=False)
+    assert d.compare(world, vc, d.local_run(world)) == []
+    assert d.generate(3039).to_json() == world.to_json()  # the world the generator draws today
+
+
+def test_every_v115_world_that_allocates_takes_volcanos_predicate_error_cache() -> None:
+    for seed in range(3000, 3040):
+        conf = d.yaml.safe_load(d.generate(seed).config)
+        allocate = [c for c in conf.get("configurations", []) if c["name"] == "allocate"]
+        assert "allocate" in conf["actions"] and allocate == [
+            {"name": "allocate", "arguments": {"predicateErrorCacheByRole": True}}], seed
+    assert "predicateErrorCacheByRole" not in d.generate(3039, d.V170).config
+
+
 def test_an_outcome_no_v170_rule_gives_is_not_explained() -> None:
     world, vc = _recorded("seed-100")
     ts = d.local_run(world)
@@ -199,12 +226,17 @@ def test_against_v115_no_difference_is_explained_by_version() -> None:
     assert expl is None or not expl.explains
 
 
-@pytest.mark.parametrize(("name", "ties"), [("v115-seed-3025", "nodes"), ("v115-seed-3004", "victims")])
+@pytest.mark.parametrize(("name", "ties"), [("v115-seed-3025", "nodes"), ("v115-seed-3004", "victims"),
+                                            ("v115-seed-3025-lift", "after lift")])
 def test_recorded_v115_outcome_is_volcanos_ties_as_its_log_shows(name: str, ties: str, tmp_path: Path) -> None:
     """Seed 3025: allocate's equal scores and reclaim's node order, broken as vc-scheduler v1.15.1
     broke them, give its outcome (64 random draws did not); seed 3004: the victim the gang
     plugin let go was the first of the job's pods in Go's map order, j00-b-2, where tidesched's
-    key order offers j00-a-0, too small to make room. The log lines kept are the ones the
+    key order offers j00-a-0, too small to make room; seed 3025 as drawn since (gates, PVCs,
+    HyperNodes): vc-scheduler ran 8 sessions before the gates were lifted, tidesched 5, so its
+    choices are followed from its first session after the lift (in one of them it pipelined
+    j06-a-2 on node-2; taken for a later choice it sent reclaim's walk to node-0, evicting
+    j07-a-0, which vc-scheduler's node-1 first did not). The log lines kept are the ones the
     replay reads."""
     doc = json.loads((DATA / f"{name}.json").read_text())
     world, vc = d.World.from_json(doc["world"]), d.Outcome.from_json(doc["vc_scheduler"])
@@ -222,6 +254,12 @@ def test_recorded_v115_outcome_is_volcanos_ties_as_its_log_shows(name: str, ties
 
         choices = vc_choices(vc.log)
         assert d.compare(world, vc, d.local_run(world, guide=Guide(choices)))
+    if ties == "after lift":
+        # followed without realigning at the lift, the choices do not give it
+        from differential_ties import Guide, vc_choices, vc_victims
+
+        guide = Guide(vc_choices(vc.log), vc_victims(vc.log))
+        assert d.compare(world, vc, d.local_run(world, guide=guide, uids=d.run_uids(vc)))
 
 
 # -- HyperNodes and gangs held to a domain (differential_topology) ----------------------------

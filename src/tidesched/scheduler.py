@@ -20,6 +20,7 @@ from tidesched.framework.features import FeatureGates
 from tidesched.framework.plugin import Plugin
 from tidesched.framework.session import Session
 from tidesched.framework.usage_source import usage_source_conf
+from tidesched.framework import predicate_cache
 from tidesched.model.loader import Manifest
 from tidesched.model.snapshot import DEFAULT_SCHEDULER_NAME, ClusterSnapshot, build_snapshot
 from tidesched.model.state import SessionState
@@ -86,6 +87,7 @@ def load_registries() -> None:
     ARGUMENT_CHECKS.update({"gangpreempt": GangEvictOptions.from_arguments,
                             "gangreclaim": GangEvictOptions.from_arguments})
     ARGUMENT_CHECKS.update({"preempt": preempt.PreemptOptions.from_arguments, "reclaim": reclaim.gang_safe})
+    ARGUMENT_CHECKS["allocate"] = predicate_cache.check_arguments
     for cls in (
         priority.PriorityPlugin, gang.GangPlugin, conformance.ConformancePlugin, predicates.PredicatesPlugin,
         nodeorder.NodeOrderPlugin, binpack.BinpackPlugin, drf.DrfPlugin, proportion.ProportionPlugin,

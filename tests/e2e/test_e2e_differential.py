@@ -37,9 +37,10 @@ from differential_deliberate import DELIBERATE  # noqa: E402
 # soft gangs with preempt, where v1.15.1 does not preempt for them; 3124: regex and label members,
 # a spine, partitions), DRA claims with capacity (3058), v1.15's new actions and plugins (3030:
 # gangreclaim beside reclaim with cdp and nodegroup on capacity; 3072: priority's TaskOrder off and
-# sla). Each seed's world also carries what the other parts draw for it (gates, PVCs, budgets, a
+# sla; 3039: a bound local PVC beside WaitForFirstConsumer ones, where Volcano's predicate error
+# cache by task role holds a gang back: predicateErrorCacheByRole). Each seed's world also carries what the other parts draw for it (gates, PVCs, budgets, a
 # quota: differential_objects), so what a seed shows is read from its world, not from this list.
-SEEDS = (2004, 2009, 2027, 2030, 2041, 3030, 3058, 3072, 3112, 3124)
+SEEDS = (2004, 2009, 2027, 2030, 2041, 3030, 3039, 3058, 3072, 3112, 3124)
 # Seed 1008 as recorded before HyperNodes joined its draw (tests/data/differential): vc-scheduler's
 # Preemptable refills an empty intersection (volcano-sh/volcano#5963) and tidesched does not, on
 # purpose: its mismatch must come out explained as that.

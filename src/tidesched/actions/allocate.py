@@ -6,7 +6,9 @@ TaskOrder to the best-scored feasible node (a gated task only asks its queue, mo
 (allocate) over nodes that fit only once releasing resources are freed (pipeline). The
 statement commits when the job is ready (JobReady), stays staged when it is only pipelined,
 and is discarded otherwise. A task that finds no node stops the job unless the job could
-still reach its minimum without that task's role (NeedContinueAllocating).
+still reach its minimum without that task's role (NeedContinueAllocating). With
+``predicateErrorCacheByRole`` (Volcano's rule, framework/predicate_cache.py), a node one pod
+failed on in a turn is out for the job's later pods of the same role.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from tidesched.actions.allocate_topology import allocate_gang, place_tasks, sett
 from tidesched.actions.worksheet import Worksheet, organize
 from tidesched.framework.gates import held_outside, skip_gated
 from tidesched.framework.placement import choose_node, no_node_errors
+from tidesched.framework.predicate_cache import PredicateErrorCache, enabled as error_cache_enabled
 from tidesched.framework.decisions import FitErrors
 from tidesched.framework.queues import KeyedQueue, PriorityQueue
 from tidesched.framework.statement import Statement
@@ -155,6 +158,7 @@ def _queue_keys_static(ssn: "Session") -> bool:
 
 def _allocate_tasks(ssn: "Session", stmt: Statement, tasks: PriorityQueue, job: "JobInfo", queue: "QueueInfo") -> None:
     table = ssn.table
+    errors = PredicateErrorCache(error_cache_enabled(ssn))  # one per turn, as Volcano's helper
     while not tasks.empty():
         task = tasks.pop()
         if not ssn.allocatable(queue, task):
@@ -167,7 +171,7 @@ def _allocate_tasks(ssn: "Session", stmt: Statement, tasks: PriorityQueue, job: 
         if err:
             job.fit_errors[task.uid] = FitErrors(total_nodes=len(table), message=err)
             break
-        node, now, fit = choose_node(ssn, task)
+        node, now, fit = choose_node(ssn, task, errors=errors)
         if node is None:
             job.fit_errors[task.uid] = no_node_errors(ssn, task, fit)
             if job.need_continue_allocating():

@@ -45,6 +45,7 @@ from tidesched.actions.worksheet import Worksheet, failed_role, need_continue, r
 from tidesched.framework.decisions import FitErrors
 from tidesched.framework.gates import skip_gated
 from tidesched.framework.placement import choose_node, no_node_errors
+from tidesched.framework.predicate_cache import PredicateErrorCache, enabled as error_cache_enabled
 from tidesched.framework.statement import Statement
 from tidesched.framework.topology import PURPOSE_ALLOCATE
 
@@ -90,6 +91,7 @@ def place_tasks(ssn: "Session", job: "JobInfo", sub: "SubJobInfo", queue: "Queue
     stmt = Statement(ssn)
     domain = topo.sub_domain.get(sub.uid, "")
     constrained = topo.sub_has_topology(job, sub)
+    errors = PredicateErrorCache(error_cache_enabled(ssn))  # one per run, as Volcano's helper
     rest = list(tasks)
     while rest:
         task = rest.pop(0)
@@ -107,7 +109,7 @@ def place_tasks(ssn: "Session", job: "JobInfo", sub: "SubJobInfo", queue: "Queue
             break
         if constrained:
             topo.current[sub.uid] = domain  # what the node scores read (task.JobAllocatedHyperNode)
-        row, now, fit = choose_node(ssn, task, within)
+        row, now, fit = choose_node(ssn, task, within, errors)
         if row is None:
             # The reasons are worked out only for the run that stays (see settle_fit_errors).
             job.fit_errors[task.uid] = FitErrors(total_nodes=len(ssn.table), message=_UNSETTLED)

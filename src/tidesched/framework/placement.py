@@ -12,6 +12,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from tidesched.framework.decisions import FitErrors
+    from tidesched.framework.predicate_cache import PredicateErrorCache
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
 
@@ -54,17 +55,23 @@ def _best_row(scores: np.ndarray, candidates: np.ndarray) -> int | None:
     return row if masked[row] != -np.inf else None
 
 
-def choose_node(ssn: "Session", task: "TaskInfo", within: np.ndarray | None = None) -> tuple[int | None, bool, np.ndarray]:
+def choose_node(ssn: "Session", task: "TaskInfo", within: np.ndarray | None = None,
+                errors: "PredicateErrorCache | None" = None) -> tuple[int | None, bool, np.ndarray]:
     """The allocate action's choice: the node the pod is nominated to when it may go there,
     else the best node where the task fits now (idle), else the
     best where it fits once releasing resources are freed (future: pipeline), else None;
     whether it fits now; and the future fit, for ``no_node_errors``. ``within``: only these
-    nodes (a HyperNode's)."""
+    nodes (a HyperNode's). ``errors``: the placement's predicate error cache (nodes a sibling
+    of the same role failed on are out; this pod's failures are added)."""
     table = ssn.table
     feasible, fit = feasible_nodes(ssn, task)
     assert fit is not None
     if within is not None:
         feasible = feasible & within
+    if errors is not None:
+        known = errors.failed(task)
+        if known is not None:
+            feasible = feasible & ~known
     idle_fit = feasible & table.fits_cached(task, "idle")
     if task.pod.claims:  # devices of claims being released only later: a pipeline, as resources
         idle_fit &= ssn.claims_now(task)
@@ -74,7 +81,9 @@ def choose_node(ssn: "Session", task: "TaskInfo", within: np.ndarray | None = No
         # first: when it passes, it is the only candidate.
         row = table.index.get(nominated)
         if row is not None and feasible[row]:
-            return row, bool(idle_fit[row]), fit
+            return row, bool(idle_fit[row]), fit  # only that node was tried: nothing failed
+    if errors is not None:
+        errors.record(task, within, feasible)
     scores = ssn.node_order_all(task)
     if scores is not None:
         for candidates, now in ((idle_fit, True), (feasible, False)):

@@ -30,7 +30,8 @@ that affects them (nodeSelector, node affinity, tolerations). Two pods share cac
 only when those are identical, whatever their ``volcano.sh/task-spec`` role says, so a CPU
 master and GPU workers of one job can never poison each other's cache — with or without the
 annotation. The dynamic filters (pod count, ports, pod affinity) are evaluated afresh each
-time; they are cheap array operations or only run for pods that use them.
+time; they are cheap array operations or only run for pods that use them. Volcano's own error
+cache by job and role is allocate's ``predicateErrorCacheByRole`` (``framework/predicate_cache.py``).
 """
 
 from __future__ import annotations
