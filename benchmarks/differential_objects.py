@@ -24,7 +24,8 @@ did not (issue 33 item 3), for the differential runs of ``benchmarks/differentia
   status as the disruption controller writes it for pods without a controller
   (``disruptionsAllowed`` = ready pods − minAvailable). No disruption controller runs, so the
   status stays as written while schedulers evict (both schedulers see the same budgets; a live
-  controller would lower them at its own pace, which no comparison survives).
+  controller would lower them at its own pace, which no comparison survives). The plugin runs
+  with ``countSessionEvictions: false``: Volcano's rule (see plugins/pdb.py; seed 3168).
 * **A ResourceQuota** on ``cpu`` in the worlds' namespace, with the ``resourcequota`` plugin
   (its JobEnqueueable: ``status.used`` + the PodGroup's ``minResources`` within ``status.hard``),
   drawn only where every pod asks for cpu (the quota admission takes no other pod) and at least
@@ -125,7 +126,10 @@ def draw(world: World) -> None:
             objects["pdbs"] = pdbs
             # In the first tier its empty answer leaves victims to the next tier's plugins (as
             # Volcano's Preemptable/Reclaimable do); in the last it has the final word.
-            conf["tiers"][rng.choice([0, 0, -1])]["plugins"].append({"name": "pdb"})
+            # countSessionEvictions: false — Volcano's count-down from disruptionsAllowed on
+            # every call (tidesched's default also takes off what the session evicted).
+            conf["tiers"][rng.choice([0, 0, -1])]["plugins"].append(
+                {"name": "pdb", "arguments": {"countSessionEvictions": False}})
             world.config = yaml.safe_dump(conf, sort_keys=False)
     rng = stream("quota")
     if all(p.cpu for p in world.pods) and rng.random() < QUOTA_SHARE:

@@ -122,11 +122,26 @@ def test_next_session_allocates_on_the_nominated_node_first() -> None:
 # -- preempt: a nominated pod preempts again only as Volcano's taskEligibleToPreempt allows ----
 
 
+def _preempting_after_allocate(nominated: str = "") -> list[dict[str, Any]]:
+    # A tainted empty n2 grows the queue's share so that allocate tries high-0 (and runs its
+    # PrePredicate) before preempt; n2 itself stays closed to it.
+    taint = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    return _preempting(nominated) + [node("n2", cpu="2", taints=taint)]
+
+
 def test_a_pod_whose_nominated_node_passes_the_predicates_does_not_preempt() -> None:
     # Its room there is coming (or allocate could have placed it): no new victims.
-    assert _run(_preempting()).evicted == ["ns/low-0"]
-    d = _run(_preempting(nominated="n1"))
+    assert _run(_preempting_after_allocate()).evicted == ["ns/low-0"]
+    d = _run(_preempting_after_allocate(nominated="n1"))
     assert d.evicted == [] and d.nominated == {}
+
+
+def test_a_nominated_pod_allocate_did_not_try_preempts_again() -> None:
+    # Its queue is full, so allocate never ran its PrePredicate: Volcano's predicates fail
+    # there for want of PreFilter state (NodePorts' Filter), the nominated node counts as
+    # failing, and with nothing terminating on it the pod preempts again (differential 3174).
+    d = _run(_preempting(nominated="n1"))
+    assert d.evicted == ["ns/low-0"] and d.pipelined == {"ns/high-0": "n1"}
 
 
 def test_a_pod_nominated_to_a_node_not_in_the_session_does_not_preempt() -> None:

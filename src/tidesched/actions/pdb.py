@@ -81,11 +81,12 @@ class _BudgetIndex:
 class BudgetView:
     """The budgets as they stand for one preemption attempt."""
 
-    __slots__ = ("_index", "_start")
+    __slots__ = ("_index", "_start", "_own")
 
-    def __init__(self, index: _BudgetIndex) -> None:
+    def __init__(self, index: _BudgetIndex, own_evictions: bool = True) -> None:
         self._index = index
         self._start: dict[str, int] = {}
+        self._own = own_evictions  # take this session's evictions off (see the module rules)
 
     @property
     def empty(self) -> bool:
@@ -95,7 +96,7 @@ class BudgetView:
         """Disruptions ``pdb`` still allows, this session's evictions taken off."""
         n = self._start.get(pdb.key)
         if n is None:
-            n = pdb.disruptions_allowed - self._index.evicted_here(pdb)
+            n = pdb.disruptions_allowed - (self._index.evicted_here(pdb) if self._own else 0)
             self._start[pdb.key] = n
         return n
 
@@ -116,10 +117,11 @@ class BudgetView:
         return out
 
 
-def budget_view(ssn: "Session") -> BudgetView:
-    """A fresh view of the session's budgets (the per-session index is built once)."""
+def budget_view(ssn: "Session", own_evictions: bool = True) -> BudgetView:
+    """A fresh view of the session's budgets (the per-session index is built once);
+    ``own_evictions=False``: from ``status.disruptionsAllowed`` alone, as Volcano's pdb plugin."""
     index = _INDEXES.get(ssn)
     if index is None:
         index = _BudgetIndex(ssn)
         _INDEXES[ssn] = index
-    return BudgetView(index)
+    return BudgetView(index, own_evictions)

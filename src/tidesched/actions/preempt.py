@@ -235,9 +235,10 @@ def preempt_task(
 def _nomination_allows(ssn: "Session", preemptor: "TaskInfo") -> bool:
     """Volcano taskEligibleToPreempt for a pod with a nominatedNodeName (an earlier preemption
     chose that node): it preempts again only when the node is in the session, fails the
-    predicates there (else allocate could place it: "should not happen"), and either fails
-    them for good (UnschedulableAndUnresolvable) or no lower-priority pod there is still
-    terminating by a scheduler's preemption (the room it waits for is on its way)."""
+    predicates there (else allocate could place it: "should not happen"; without this
+    session's PrePredicate state they fail, see SessionHooks.predicate_state_missing), and
+    either fails them for good (UnschedulableAndUnresolvable) or no lower-priority pod there
+    is still terminating by a scheduler's preemption (the room it waits for is on its way)."""
     name = preemptor.pod.nominated_node
     if not name:
         return True
@@ -245,10 +246,13 @@ def _nomination_allows(ssn: "Session", preemptor: "TaskInfo") -> bool:
     if row is None:
         return False
     pred = ssn.predicate(preemptor)
-    if pred.passed[row]:
-        return False
     if any(f.unresolvable and f.nodes[row] for f in pred.failures):
         return True
+    # Before this session's PrePredicate of the task (allocate did not try it, e.g. its queue
+    # was overused) Volcano's predicates answer an Error for want of PreFilter state: the
+    # node counts as failing, and the task preempts again unless room is on its way.
+    if pred.passed[row] and not ssn.predicate_state_missing(preemptor):
+        return False
     return not any(t.priority < preemptor.priority and t.pod.meta.deletion > 0 and t.pod.preempted
                    for t in ssn.table.tasks[row].values())
 

@@ -67,6 +67,9 @@ HOOK_SWITCH: dict[str, str | None] = {
     "allocatable": "allocatable",
     "predicate": "predicate",
     "pre_predicate": "predicate",
+    # Whether a plugin's predicate would fail for want of the PrePredicate state (cycle state)
+    # of the task in this session: see SessionHooks.predicate_state_missing.
+    "predicate_state_missing": "predicate",
     "node_order": "node_order",
     "best_node": "best_node",
     "simulate_init": "allocatable",
@@ -454,6 +457,14 @@ class SessionHooks:
             if chosen:
                 return [(t, tuple(names)) for t, names in sorted(chosen.values(), key=lambda c: c[0].key)]
         return []
+
+    def predicate_state_missing(self, task: TaskInfo) -> bool:
+        """Whether Volcano's PredicateFn would fail for the task because no PrePredicate ran
+        for it yet in this session: some Filter plugins (NodePorts, InterPodAffinity,
+        PodTopologySpread) read what their PreFilter wrote into the task's cycle state and
+        answer an Error without it. Only preempt's nominated-node check (taskEligibleToPreempt)
+        calls the predicates before PrePredicate."""
+        return any(fn(task) for tier in self._chain("predicate_state_missing") for _name, fn in tier)
 
     def pre_predicate(self, task: TaskInfo) -> str | None:
         for tier in self._chain("pre_predicate"):

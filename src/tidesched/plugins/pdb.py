@@ -26,7 +26,10 @@ Difference from Volcano, on the safe side: the count-down starts from
 (Volcano reads the budgets' status, which the API server lowers only after the session), so
 one session never takes a budget below zero across several preemptions.
 
-No arguments.
+Argument (tidesched's own): ``countSessionEvictions`` (default true, the rule above);
+``false`` gives Volcano v1.15.1's rule, every call counting down from ``disruptionsAllowed``
+afresh, so a job's statement may evict two pods of a budget that allows one (differential
+seed 3168).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from tidesched.actions.pdb import budget_view
 from tidesched.framework.plugin import PERMIT, Plugin
 
 if TYPE_CHECKING:
+    from tidesched.framework.arguments import Arguments
     from tidesched.framework.session import Session
     from tidesched.model.infos import TaskInfo
 
@@ -44,9 +48,13 @@ if TYPE_CHECKING:
 class PdbPlugin(Plugin):
     name = "pdb"
 
+    def __init__(self, arguments: "Arguments") -> None:
+        super().__init__(arguments)
+        self.count_session = arguments.get_bool("countSessionEvictions", True)
+
     def on_session_open(self, ssn: "Session") -> None:
         def allowed(tasks: list["TaskInfo"]) -> list["TaskInfo"]:
-            view = budget_view(ssn)
+            view = budget_view(ssn, own_evictions=self.count_session)
             labelled = [t for t in tasks if t.pod.meta.labels]
             violating = view.violating(labelled)
             return [t for t in labelled if t.uid not in violating]

@@ -192,8 +192,16 @@ class PredicatesPlugin(Plugin):
         # Volumes: made on first use (most sessions have no pod with a claim).
         self._binder: VolumeBinder | None = None
         self._limits: VolumeLimits | None = None
-        ssn.add_fn("pre_predicate", self.name, self._volume_pre_predicate)
+        ssn.add_fn("pre_predicate", self.name, self._pre_predicate)
+        # Tasks whose PreFilter state this session holds (Volcano: the task's cycle state).
+        self._prefiltered: set[str] = set()
+        if self.ports_on or self.pod_affinity_on or self.spread_on:
+            ssn.add_fn("predicate_state_missing", self.name, lambda t: t.uid not in self._prefiltered)
         ssn.plan_volumes = self._plan_volumes
+
+    def _pre_predicate(self, task: "TaskInfo") -> str | None:
+        self._prefiltered.add(task.uid)
+        return self._volume_pre_predicate(task)
 
     def _on_allocate(self, task: "TaskInfo") -> None:
         row = self._evicted.pop(task.uid, None)
