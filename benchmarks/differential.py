@@ -1331,11 +1331,8 @@ def _explain_by_luck(world: World, vc_samples: list[Outcome]) -> Explanation | N
     """tidesched's own rules with equal node scores broken as vc-scheduler broke them (read
     from its log), or at random as Volcano breaks them: an explanation when that gives one of
     vc-scheduler's outcomes."""
-    from differential_ties import Guide, vc_choices, vc_victims
-
     for sample in vc_samples:
-        choices = vc_choices(sample.log) if sample.log else {}
-        guide = Guide(choices, vc_victims(sample.log) if sample.log else [], _after_lift(world, sample))
+        choices, guide = _guide(world, sample)
         if choices and _matches(world, local_run(world, guide=guide, uids=run_uids(sample)), [sample]) \
                 and guide.followed:
             return Explanation([RANDOM_CHOICE], [], None,
@@ -1350,11 +1347,17 @@ def _explain_by_luck(world: World, vc_samples: list[Outcome]) -> Explanation | N
     return None
 
 
-def _after_lift(world: World, sample: Outcome) -> dict[str, list[str]] | None:
-    from differential_ties import vc_choices_after_lift
+def _guide(world: World, sample: Outcome) -> tuple[dict[str, list[str]], Any]:
+    """vc-scheduler's random choices in the run ``sample`` (read from its log), and a Guide that
+    follows them (realigned after the world's gates are lifted)."""
+    from differential_ties import Guide, vc_choices, vc_choices_after_lift, vc_victims
 
+    if not sample.log:
+        return {}, Guide({}, [])
+    choices = vc_choices(sample.log)
     lifted = (world.objects or {}).get("lift") or ()
-    return vc_choices_after_lift(sample.log, lifted) if sample.log and lifted else None
+    after_lift = vc_choices_after_lift(sample.log, lifted) if lifted else None
+    return choices, Guide(choices, vc_victims(sample.log), after_lift)
 
 
 def _by_uids(samples: list[Outcome]) -> list[tuple[dict[str, str] | None, list[Outcome]]]:
@@ -1370,13 +1373,11 @@ def _explain_by_deliberate(world: World, vc_samples: list[Outcome]) -> Explanati
     explanation when that replay gives one of vc-scheduler's outcomes and Volcano's rule decided
     otherwise than tidesched's somewhere in it."""
     from differential_deliberate import DELIBERATE, Seen
-    from differential_ties import Guide, vc_choices, vc_victims
 
     everything = frozenset(DELIBERATE)
     for sample in vc_samples:  # ties broken as this run broke them
-        choices = vc_choices(sample.log) if sample.log else {}
+        choices, guide = _guide(world, sample)
         seen = Seen()
-        guide = Guide(choices, vc_victims(sample.log) if sample.log else [], _after_lift(world, sample))
         if choices and _matches(world, local_run(world, deliberate=everything, seen=seen, guide=guide,
                                                  uids=run_uids(sample)), [sample]) and seen.seen:
             return Explanation(sorted(seen.seen), [], None, dict(seen.seen))
