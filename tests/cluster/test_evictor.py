@@ -86,3 +86,56 @@ def test_nothing_is_evicted_once_sending_is_no_longer_allowed() -> None:
             assert api.count("POST", r"/eviction$") == 0
             ev.stop()
             rec.stop()
+
+
+def _conditions(api, key: str) -> dict[str, dict]:
+    obj = api.get("Pod", key) or {}
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def test_victims_are_marked_as_disruption_targets_before_they_go() -> None:
+    """As kube-scheduler and vc-scheduler v1.15.1 mark theirs; delete mode also Ready=False
+    (vc-scheduler's DELETE), evict mode not (a budget may keep the pod serving)."""
+    with fake_api() as api:
+        api.create_many([node("n1"), pod("v", node="n1", phase="Running"), pod("w", node="n1", phase="Running")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(10)
+            deleter, rec = _evictor(api, store, mode="delete", grace_period=30)
+            deleter.submit(["ns/v"], {"ns/v": "preempt"})
+            assert deleter.drain(10)
+            evicter, rec2 = _evictor(api, store)
+            evicter.submit(["ns/w"], {"ns/w": "reclaim"})
+            assert evicter.drain(10)
+            v, w = _conditions(api, "ns/v"), _conditions(api, "ns/w")
+            for conds in (v, w):
+                target = conds["DisruptionTarget"]
+                assert (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
+                assert target["message"] == "volcano: preempting to accommodate a higher priority pod"
+                assert target["lastTransitionTime"]
+            assert (v["Ready"]["status"], v["Ready"]["reason"]) == ("False", "Evict")
+            assert v["Ready"]["message"] == "Pod is evicted, because of preempt"
+            assert "Ready" not in w
+            # Marked first, then deleted / evicted: the mark is there while the pod terminates.
+            order = [(m, p) for m, p, _ in api.requests if "/pods/v" in p or "/pods/w" in p]
+            assert order.index(("PATCH", "/api/v1/namespaces/ns/pods/v/status")) < order.index(
+                ("DELETE", "/api/v1/namespaces/ns/pods/v"))
+            assert api.get("Pod", "ns/v")["metadata"].get("deletionTimestamp")
+            for c in (deleter, rec, evicter, rec2):
+                c.stop()
+
+
+def test_a_refused_mark_does_not_stop_the_eviction_and_a_gone_pod_ends_it() -> None:
+    with fake_api() as api:
+        api.create_many([node("n1"), pod("v", node="n1", phase="Running"), pod("x", node="n1", phase="Running")])
+        with informers(api) as (store, _):
+            assert store.wait_synced(10)
+            api.fail("PATCH", r"/pods/v/status$", 422)
+            api.fail("PATCH", r"/pods/x/status$", 404)
+            ev, rec = _evictor(api, store)
+            ev.submit(["ns/v", "ns/x"], {})
+            assert ev.drain(10)
+            assert api.count("POST", r"/pods/v/eviction$", 201) == 1  # refused mark: evicted anyway
+            assert api.count("POST", r"/pods/x/eviction$") == 0  # gone: nothing left to evict
+            assert ev.failed == 0
+            ev.stop()
+            rec.stop()

@@ -63,6 +63,14 @@ def test_eviction_refused_by_budget_is_retried_then_reported(e2e) -> None:
     live = pods(api, research)
     assert set(train) <= set(live)
     assert not any(p["metadata"].get("deletionTimestamp") for p in live.values())
+    # The victim was marked before the Eviction API was asked, as kube-scheduler and vc-scheduler
+    # mark theirs (the API server took the strategic merge with the UID precondition); not made
+    # unready, since the budget keeps it running.
+    conds = {c["type"]: c for c in live[blocked[0]["involvedObject"]["name"]]["status"].get("conditions", [])}
+    target = conds.get("DisruptionTarget") or {}
+    assert (target.get("status"), target.get("reason")) == ("True", "PreemptionByScheduler"), conds
+    assert target["message"] == "volcano: preempting to accommodate a higher priority pod"
+    assert (conds.get("Ready") or {}).get("reason") != "Evict"
     assert not set(serve) & set(bound(api, online))
     assert sched.metric("tidesched_pods_evicted_total") == 0
     assert sched.metric("tidesched_eviction_errors_total", reason="blocked") >= 1

@@ -9,6 +9,15 @@ Two modes, as configured (``--eviction-mode``):
 * ``delete``: DELETE the pod with ``--eviction-grace-period`` (default: the pod's own), as
   Volcano's default evictor does; budgets are not consulted.
 
+Before either, the victim is marked as kube-scheduler and vc-scheduler v1.15.1 mark theirs: a
+``DisruptionTarget`` condition, True, reason ``PreemptionByScheduler`` ("<its scheduler>:
+preempting to accommodate a higher priority pod"), which a Job's ``podFailurePolicy`` can match
+and preempt reads (a pod a scheduler is already preempting frees its node soon). In ``delete``
+mode also ``Ready`` False, reason ``Evict`` ("Pod is evicted, because of <reason>"), as
+vc-scheduler writes it before its DELETE; not in ``evict`` mode, where a budget may keep the pod
+running and serving. A mark that cannot be written (other than the pod being gone, or a
+transient error, retried) is logged and the eviction goes on.
+
 Both carry the pod UID as a precondition so a pod recreated under the same name is never hit.
 While a call is in flight the pod is marked Releasing in the cache, so the next session neither
 evicts it again nor counts its resources as free (they are FutureIdle until the pod is gone).
@@ -22,7 +31,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from tidesched.cluster.api import Kube, error_message, is_transient, status_of
-from tidesched.cluster.status import EventRecorder
+from tidesched.cluster.status import EventRecorder, rfc3339
 from tidesched.cluster.store import POD, ClusterStore
 from tidesched.cluster.workers import WorkerPool
 
@@ -110,12 +119,49 @@ class Evictor(WorkerPool[EvictRequest]):
                 {"apiVersion": "v1", "kind": "DeleteOptions", **options},
             )
 
+    def _mark(self, req: EvictRequest) -> None:
+        """The victim's conditions (module docstring). Raises what the caller retries or ends
+        on (404: gone; transient errors); any other refusal is logged and let go."""
+        pod = self.store.get(POD, req.key) or {}
+        scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        now = rfc3339()
+        conditions = [{
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": f"{scheduler}: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": now,
+        }]
+        if self.mode == DELETE:
+            conditions.insert(0, {
+                "type": "Ready",
+                "status": "False",
+                "reason": "Evict",
+                "message": f"Pod is evicted, because of {req.reason}",
+                "lastTransitionTime": now,
+            })
+        patch: dict[str, object] = {"status": {"conditions": conditions}}
+        if req.uid:
+            patch["metadata"] = {"uid": req.uid}  # a precondition: never a recreated pod's
+        ns, name = req.key.split("/", 1)
+        try:
+            # Strategic merge: the conditions join the pod's others by type.
+            self.kube.patch(f"/api/v1/namespaces/{ns}/pods/{name}/status", patch, strategic=True)
+        except Exception as exc:  # noqa: BLE001 - classified here
+            if status_of(exc) == 404 or is_transient(exc):
+                raise
+            log.warning("marking %s as a disruption target failed, evicting it anyway: %s", req.key, error_message(exc))
+
     def _handle(self, req: EvictRequest) -> None:
         last: BaseException | None = None
+        marked = False
         for attempt in range(self.retries + 1):
             if self._drop_unsent(req):
                 return
             try:
+                if not marked:
+                    self._mark(req)
+                    marked = True
                 self._call(req)
                 self.evicted += 1
                 self._result("evicted")
