@@ -37,6 +37,7 @@ def execute(ssn: "Session") -> None:
     jobs_by_queue: dict[str, PriorityQueue | KeyedQueue] = {}
     skip_placed = _queue_keys_static(ssn)
     pending_status = TaskStatus.PENDING  # read for every job: bound once
+    by_role = error_cache_enabled(ssn)  # the config's switch, read once per session
     for job in ssn.jobs.values():
         if job.is_pending():
             if has_enqueue:
@@ -87,7 +88,7 @@ def execute(ssn: "Session") -> None:
             continue
 
         stmt = Statement(ssn)
-        _allocate_tasks(ssn, stmt, tasks, job, queue)
+        _allocate_tasks(ssn, stmt, tasks, job, queue, by_role)
         if ssn.job_ready(job):
             stmt.commit()
             if not tasks.empty():
@@ -156,9 +157,11 @@ def _queue_keys_static(ssn: "Session") -> bool:
     return all(name in _OWN_STATE_QUEUE_ORDER for tier in ssn._chain("queue_order") for name, _fn in tier)
 
 
-def _allocate_tasks(ssn: "Session", stmt: Statement, tasks: PriorityQueue, job: "JobInfo", queue: "QueueInfo") -> None:
+def _allocate_tasks(
+    ssn: "Session", stmt: Statement, tasks: PriorityQueue, job: "JobInfo", queue: "QueueInfo", by_role: bool
+) -> None:
     table = ssn.table
-    errors = PredicateErrorCache(error_cache_enabled(ssn))  # one per turn, as Volcano's helper
+    errors = PredicateErrorCache(by_role)  # one per turn, as Volcano's helper
     while not tasks.empty():
         task = tasks.pop()
         if not ssn.allocatable(queue, task):
