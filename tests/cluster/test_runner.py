@@ -384,3 +384,34 @@ def test_no_session_waits_on_a_podgroup_whose_enqueue_write_is_in_flight(tmp_pat
         finally:
             r.stop()
             t.join(10)
+
+
+def test_session_released_before_the_collector_resumes(tmp_path: Path, monkeypatch) -> None:
+    """The cyclic collector is off through the whole session, its release included: a sweep
+    while the session is alive would walk everything it allocated with the binds waiting."""
+    import gc
+
+    from tidesched.framework.session import Session
+
+    seen: list[tuple[str, bool]] = []
+    release = Session.release
+
+    def recording_release(self: Session) -> None:
+        seen.append(("release", gc.isenabled()))
+        release(self)
+
+    monkeypatch.setattr(Session, "release", recording_release)
+    with fake_api() as api:
+        api.create_many([node("n1", cpu="4"), queue("default"), pod("a", cpu="1")])
+        r = make_runner(api, tmp_path, switch_interval=None)
+        r.binder.may_send = lambda: False
+        r.start()
+        try:
+            assert r.store.wait_synced(10)
+            assert gc.isenabled()
+            r.run_once()
+            seen.append(("after", gc.isenabled()))
+        finally:
+            r.stop()
+            r.shutdown()
+    assert seen == [("release", False), ("after", True)]
