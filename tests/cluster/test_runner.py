@@ -415,33 +415,3 @@ def test_session_released_before_the_collector_resumes(tmp_path: Path, monkeypat
             r.stop()
             r.shutdown()
     assert seen == [("release", False), ("after", True)]
-
-
-def test_idle_sessions_stretch_only_while_binds_are_in_flight(tmp_path: Path, monkeypatch) -> None:
-    """With nothing to place, a changed cluster gets a session each period; ten times the last
-    session's length only while binds are in flight (so status refreshes cannot starve them),
-    never after: PodGroups of bound pods then read Running a period later, as vc-scheduler's."""
-    with fake_api() as api:
-        api.create_many([node("n1"), queue("default")])
-        r = make_runner(api, tmp_path, schedule_period=0.1)
-        r.start()
-        try:
-            assert r.store.wait_synced(10)
-            r.run_once()
-            assert not r.store.has_work()
-            r._session_seconds = 3.0  # a long last session ...
-            r._session_at = time.monotonic() - 2.0  # ... that ended 2 s ago
-            r._session_version = r.store.version - 1  # and the cluster changed since
-            in_flight = [5]
-            monkeypatch.setattr(r.binder, "pending", lambda: in_flight[0])
-            assert not r.session_due()  # binds in flight: 30 s between refreshes
-            in_flight[0] = 0
-            assert r.session_due()  # none: a period (at least 1 s)
-            r._session_at = time.monotonic() - 0.5
-            assert not r.session_due()
-            r._session_version = r.store.version  # nothing changed: no session at all
-            r._session_at = time.monotonic() - 100.0
-            assert not r.session_due()
-        finally:
-            r.stop()
-            r.shutdown()

@@ -379,14 +379,11 @@ class Runner:
             return False
         idle = self.options.idle_session_interval
         if idle is None:
-            # A period (at least 1 s), so a PodGroup whose pods were bound reads Running about
-            # when vc-scheduler's would (its next session, a period later). While binds are in
-            # flight, also at least ten times the last session: such refreshes never take more
-            # than a tenth of the CPU from the binds they wait for. Not after them: a 2 s first
-            # session over 10,000 pods would leave every PodGroup Inqueue 20 s after its last bind.
-            idle = max(1.0, self.options.schedule_period)
-            if self.binder.pending():
-                idle = max(idle, 10 * self._session_seconds)
+            # A period (at least 1 s), and at least ten times the last session: status refreshes
+            # never take more than a tenth of the CPU from the binds they wait for, and a
+            # PodGroup whose pods were bound reads Running about when vc-scheduler's would (its
+            # next session, a period later).
+            idle = max(1.0, self.options.schedule_period, 10 * self._session_seconds)
         return time.monotonic() - self._session_at >= idle
 
     def run_once(self) -> Decisions:
