@@ -90,6 +90,7 @@ class Connection:
     pool: urllib3.PoolManager  # watches, and calls when libcurl cannot serve the setup
     config: k8s_client.Configuration | None = None  # the loader's, for token refresh
     calls: CurlCalls | None = None  # request/response calls
+    http2: bool = False  # the call loop's calls as HTTP/2 streams over one connection (CurlLoop)
     _token: str | None = None
     _loop: CurlLoop | None = None
     _executor: ThreadPoolExecutor | None = None
@@ -135,12 +136,13 @@ class Connection:
         return Response(resp.status, resp.data, raw)
 
     def submit(self, call: Call, max_active: int = 64) -> None:
-        """Send ``call`` without waiting for it: on the libcurl loop (HTTP/2 when the server
-        speaks it), or, when libcurl cannot serve the setup, on a few threads through urllib3."""
+        """Send ``call`` without waiting for it: on the libcurl loop (keep-alive HTTP/1.1
+        connections, or HTTP/2 with ``http2``), or, when libcurl cannot serve the setup, on a
+        few threads through urllib3."""
         with self._lock:
             if self.calls is not None:
                 if self._loop is None:
-                    self._loop = CurlLoop(self.calls.tls, max_active=max_active)
+                    self._loop = CurlLoop(self.calls.tls, max_active=max_active, http2=self.http2)
                 loop: CurlLoop | None = self._loop
             else:
                 loop = None
@@ -179,11 +181,13 @@ def connect(
     host: str | None = None,
     context: str | None = None,
     pool_size: int = 32,
+    http2: bool = False,
 ) -> Connection:
     """A Connection from ``kubeconfig`` (path), else ``host`` alone (a plain URL: ``kubectl proxy``,
     tests), else the in-cluster service account. With both, the kubeconfig's credentials are used
     against ``host`` (``--master`` overrides the server URL, as client-go's BuildConfigFromFlags
-    does). The kubeconfig file is never written back."""
+    does). The kubeconfig file is never written back. ``http2``: the call loop multiplexes its
+    calls over one HTTP/2 connection (CurlLoop)."""
     cfg: k8s_client.Configuration | None = None
     if kubeconfig:
         cfg = k8s_client.Configuration()
@@ -219,7 +223,7 @@ def connect(
         calls = CurlCalls(
             TLS(cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file, bool(cfg.verify_ssl)) if tls and cfg else None
         )
-    return Connection(url, pool, cfg, calls)
+    return Connection(url, pool, cfg, calls, http2)
 
 
 def status_of(exc: BaseException) -> int:

@@ -3,7 +3,7 @@
 ``submit`` runs on the scheduling loop and only *assumes* each pod on its node in the
 :class:`ClusterStore` (so the next session sees it Bound and the node's resources used) and
 hands the call to the connection's call loop (:class:`~tidesched.cluster.curl.CurlLoop`: one thread,
-up to ``--bind-workers`` calls in flight, HTTP/2 when the server speaks it) under the shared QPS
+up to ``--bind-workers`` calls in flight, keep-alive HTTP/1.1 or ``--api-http2``) under the shared QPS
 limiter. Answers are handled on that loop:
 
 * 201 → the assumption stays until the watch shows ``spec.nodeName`` (or a TTL passes);

@@ -113,6 +113,11 @@ def run_parser() -> argparse.ArgumentParser:
     # few tens of ms, and each turn can start at most this many calls (benchmarks/results/
     # 2026-11-28-kube-throughput-v115.md: +2 to +14 % pods/s on 1,000 x 5,000).
     p.add_argument("--bind-workers", type=_int, default=64, help="concurrent binding calls (64)")
+    # HTTP/1.1 by default: with 64 bindings in flight, a keep-alive connection per call costs the
+    # API server and etcd less CPU than one multiplexed HTTP/2 connection (curl.py's docstring).
+    p.add_argument("--api-http2", default=False, **flag,
+                   help="send API calls as HTTP/2 streams over one connection (default: keep-alive HTTP/1.1 "
+                        "connections, one per call in flight)")
     p.add_argument(
         "--eviction-mode",
         choices=("evict", "delete"),
@@ -177,6 +182,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         enable_healthz=args.enable_healthz,
         healthz_address=args.healthz_address,
         bind_workers=args.bind_workers,
+        api_http2=args.api_http2,
         eviction_mode=args.eviction_mode,
         eviction_grace_period=args.eviction_grace_period,
         event_interval=args.event_aggregation_interval,

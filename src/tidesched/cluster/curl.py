@@ -8,12 +8,14 @@ waits, so bind workers overlap cleanly with the session thread. Watches stay on 
 (``api.Kube.stream``): they are few, long, and read line by line.
 
 The hot path, bindings, goes through :class:`CurlLoop` instead: one thread drives a libcurl
-multi handle with many calls in flight, multiplexed as HTTP/2 streams over one connection when
-the server speaks it (TLS with ALPN, as client-go does) and over keep-alive HTTP/1.1 connections
-otherwise. Measured against a real kube-apiserver here (2,000 bindings, 16 in flight):
-client CPU 0.25 ms per call with 16 threads, 0.09 ms with the loop over HTTP/2, and the API
-server itself spends 0.92 ms instead of 1.12 ms per binding (fewer connections, records and
-syscalls), so bindings per second rise by a third on the same two cores.
+multi handle with many calls in flight, over keep-alive HTTP/1.1 connections (one per call in
+flight, up to ``max_active``) or, with ``http2``, multiplexed as HTTP/2 streams over one
+connection when the server speaks it (TLS with ALPN, as client-go does). Measured against a real
+kube-apiserver here (2,000 bindings, 16 in flight): client CPU 0.25 ms per call with 16
+threads, 0.09 ms with the loop over HTTP/2. With 64 in flight (``--bind-workers``) the loop over
+HTTP/1.1 costs the API server and etcd less again than over HTTP/2: on 10,000 bindings 8.1-8.8
+and 1.9-2.0 CPU s against 9.0-10.1 and 2.4-2.7, and pods bound 11 % faster (median of ten pairs) on the same two
+cores (benchmarks/results/2026-11-28-kube-http1-vs-http2.md).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Response:
     status: int
     body: bytes
     raw_headers: bytes
+    http_version: str = ""  # "1.1" or "2" on the call loop (what the connection speaks)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -58,6 +61,9 @@ class Response:
             if sep:
                 got[name.strip().lower()] = value.strip()
         return got
+
+
+_HTTP_VERSIONS = {pycurl.CURL_HTTP_VERSION_1_0: "1.0", pycurl.CURL_HTTP_VERSION_1_1: "1.1", pycurl.CURL_HTTP_VERSION_2_0: "2"}
 
 
 def _configure(c: pycurl.Curl, tls: TLS | None) -> None:
@@ -121,9 +127,10 @@ class CurlLoop:
     hands each answer to its call's ``done``. The thread starts with the first call.
     """
 
-    def __init__(self, tls: TLS | None, *, max_active: int = 64, name: str = "api-calls") -> None:
+    def __init__(self, tls: TLS | None, *, max_active: int = 64, name: str = "api-calls", http2: bool = False) -> None:
         self.tls = tls
         self.max_active = max(1, max_active)
+        self.http2 = http2
         self.name = name
         self._lock = threading.Lock()
         self._waiting: list[tuple[float, int, Call]] = []  # heap by not_before, then arrival
@@ -186,8 +193,8 @@ class CurlLoop:
     def _new_handle(self) -> pycurl.Curl:
         c = pycurl.Curl()
         _configure(c, self.tls)
-        # HTTP/2 over TLS when the server offers it (ALPN), else HTTP/1.1.
-        c.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_2TLS)
+        # With http2: HTTP/2 over TLS when the server offers it (ALPN), else HTTP/1.1.
+        c.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_2TLS if self.http2 else pycurl.CURL_HTTP_VERSION_1_1)
         return c
 
     def _run(self) -> None:
@@ -208,10 +215,10 @@ class CurlLoop:
                     c = free.pop() if free else self._new_handle()
                     try:
                         _set_request(c, call.method, call.url, call.body, call.headers, call.timeout)
-                        # Over TLS a new call waits for the handshake to tell whether the
-                        # connection multiplexes rather than opening its own; plain HTTP is
-                        # HTTP/1.1 only, where waiting would hold every call behind the first.
-                        c.setopt(pycurl.PIPEWAIT, 1 if call.url.startswith("https:") else 0)
+                        # HTTP/2 over TLS: a new call waits for the handshake to tell whether the
+                        # connection multiplexes rather than opening its own. Over HTTP/1.1
+                        # waiting would hold every call behind the first.
+                        c.setopt(pycurl.PIPEWAIT, 1 if self.http2 and call.url.startswith("https:") else 0)
                         # No header callback: it would take the GIL once per header line while
                         # the session thread holds it. Calls on the loop get status and body.
                         c.setopt(pycurl.WRITEDATA, call.out)
@@ -229,8 +236,9 @@ class CurlLoop:
                         multi.remove_handle(c)
                         call = active.pop(c)
                         status = int(c.getinfo(pycurl.RESPONSE_CODE))
+                        version = _HTTP_VERSIONS.get(c.getinfo(pycurl.INFO_HTTP_VERSION), "")
                         free.append(c)
-                        deliver(call, Response(status, call.out.getvalue(), b""), None)
+                        deliver(call, Response(status, call.out.getvalue(), b"", version), None)
                     for c, code, message in failed:
                         multi.remove_handle(c)
                         call = active.pop(c)

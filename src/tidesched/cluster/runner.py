@@ -84,6 +84,7 @@ class RunOptions:
     enable_healthz: bool = False
     healthz_address: str = ":11251"
     bind_workers: int = 64  # calls in flight (see --bind-workers)
+    api_http2: bool = False  # the call loop over one HTTP/2 connection (see --api-http2)
     eviction_mode: str = "evict"
     eviction_grace_period: int | None = None
     event_interval: float = 600.0
@@ -126,7 +127,9 @@ class Runner:
         self._conf_sig = _file_signature(options.scheduler_conf)
         self.metrics = Metrics()
         if connection is None:
-            connection = connect(options.kubeconfig, host=options.host, pool_size=options.bind_workers + 16)
+            connection = connect(
+                options.kubeconfig, host=options.host, pool_size=options.bind_workers + 16, http2=options.api_http2
+            )
         base = Kube(connection)
         # kube-scheduler's split: scheduling traffic, events and the lease each get a bucket.
         self.kube = base.with_limiter(TokenBucket(options.kube_api_qps, options.kube_api_burst))
