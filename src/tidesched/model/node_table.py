@@ -113,6 +113,9 @@ class NodeTable:
         self.releasing = np.zeros((n, d))
         self.pipelined = np.zeros((n, d))
         self._rp_shared = False
+        # Whether any pod was ever releasing or pipelined here: until then future_idle is idle,
+        # and the two fit checks share one row cache (fits_cached).
+        self.rp_touched = False
         self.idle = self.allocatable.copy()
         self.future_idle = self.allocatable.copy()
         self.pod_count = np.zeros(n, dtype=np.int64)
@@ -158,6 +161,7 @@ class NodeTable:
         # them until either first changes one (_own_rp).
         new.releasing, new.pipelined = self.releasing, self.pipelined
         new._rp_shared = self._rp_shared = True
+        new.rp_touched = self.rp_touched
         new.tasks = list(self.tasks)
         new._own_rows = set()
         self._own_rows = set()
@@ -324,8 +328,11 @@ class NodeTable:
         """``fits(task, idle)`` or ``fits(task, future_idle)`` through the row cache."""
         assert task.check_cols is not None
         check = task.check_cols
-        avail = self.idle if which == "idle" else self.future_idle
-        key = (which, check.tobytes())
+        # No pod releasing or pipelined yet: future_idle equals idle, so "future" reads the
+        # "idle" cache (one row catch-up per placement fewer; a new session's usual case).
+        on_idle = which == "idle" or not self.rp_touched
+        avail = self.idle if on_idle else self.future_idle
+        key = ("idle" if on_idle else "future", check.tobytes())
 
         def compute(rows: np.ndarray | None) -> np.ndarray:
             if rows is not None and len(rows) <= 8:
@@ -358,6 +365,7 @@ class NodeTable:
 
     def _own_rp(self) -> None:
         """Make the releasing and pipelined arrays this table's own before changing them."""
+        self.rp_touched = True
         if self._rp_shared:
             self.releasing, self.pipelined = self.releasing.copy(), self.pipelined.copy()
             self._rp_shared = False
