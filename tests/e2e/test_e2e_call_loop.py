@@ -27,8 +27,9 @@ def _versions(cp: ControlPlane, kubeconfig: Path, http2: bool, calls: int = 12) 
 
     try:
         headers = [f"Authorization: {conn.authorization()}", "Accept: application/json"]
+        url = f"{cp.url}/api/v1/namespaces/default"
         for _ in range(calls):  # several in flight at once: HTTP/1.1 opens a connection for each
-            conn.submit(Call("GET", f"{cp.url}/api/v1/namespaces/default", None, headers, 10.0, answered), max_active=8)
+            conn.submit(Call("GET", url, None, headers, 10.0, answered), max_active=8)
         assert done.wait(30), f"only {len(got)} of {calls} calls answered"
     finally:
         conn.close()

@@ -14,8 +14,8 @@ connection when the server speaks it (TLS with ALPN, as client-go does). Measure
 kube-apiserver here (2,000 bindings, 16 in flight): client CPU 0.25 ms per call with 16
 threads, 0.09 ms with the loop over HTTP/2. With 64 in flight (``--bind-workers``) the loop over
 HTTP/1.1 costs the API server and etcd less again than over HTTP/2: on 10,000 bindings 8.1-8.8
-and 1.9-2.0 CPU s against 9.0-10.1 and 2.4-2.7, and pods bound 11 % faster (median of ten pairs) on the same two
-cores (benchmarks/results/2026-11-28-kube-http1-vs-http2.md).
+and 1.9-2.0 CPU s against 9.0-10.1 and 2.4-2.7, and pods bound 11 % faster (median of ten pairs)
+on the same two cores (benchmarks/results/2026-11-28-kube-http1-vs-http2.md).
 """
 
 from __future__ import annotations
@@ -63,7 +63,11 @@ class Response:
         return got
 
 
-_HTTP_VERSIONS = {pycurl.CURL_HTTP_VERSION_1_0: "1.0", pycurl.CURL_HTTP_VERSION_1_1: "1.1", pycurl.CURL_HTTP_VERSION_2_0: "2"}
+_HTTP_VERSIONS = {
+    pycurl.CURL_HTTP_VERSION_1_0: "1.0",
+    pycurl.CURL_HTTP_VERSION_1_1: "1.1",
+    pycurl.CURL_HTTP_VERSION_2_0: "2",
+}
 
 
 def _configure(c: pycurl.Curl, tls: TLS | None) -> None:
@@ -127,7 +131,9 @@ class CurlLoop:
     hands each answer to its call's ``done``. The thread starts with the first call.
     """
 
-    def __init__(self, tls: TLS | None, *, max_active: int = 64, name: str = "api-calls", http2: bool = False) -> None:
+    def __init__(
+        self, tls: TLS | None, *, max_active: int = 64, name: str = "api-calls", http2: bool = False
+    ) -> None:
         self.tls = tls
         self.max_active = max(1, max_active)
         self.http2 = http2
@@ -194,7 +200,8 @@ class CurlLoop:
         c = pycurl.Curl()
         _configure(c, self.tls)
         # With http2: HTTP/2 over TLS when the server offers it (ALPN), else HTTP/1.1.
-        c.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_2TLS if self.http2 else pycurl.CURL_HTTP_VERSION_1_1)
+        version = pycurl.CURL_HTTP_VERSION_2TLS if self.http2 else pycurl.CURL_HTTP_VERSION_1_1
+        c.setopt(pycurl.HTTP_VERSION, version)
         return c
 
     def _run(self) -> None:

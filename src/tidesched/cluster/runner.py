@@ -128,7 +128,10 @@ class Runner:
         self.metrics = Metrics()
         if connection is None:
             connection = connect(
-                options.kubeconfig, host=options.host, pool_size=options.bind_workers + 16, http2=options.api_http2
+                options.kubeconfig,
+                host=options.host,
+                pool_size=options.bind_workers + 16,
+                http2=options.api_http2,
             )
         base = Kube(connection)
         # kube-scheduler's split: scheduling traffic, events and the lease each get a bucket.
