@@ -369,9 +369,10 @@ def settle_quota(api: Api, world: World) -> None:
 def prepare(plane: Plane, world: World) -> None:
     """Once the world is populated: settle the quota's ``used`` (settle_quota), and start the PV
     controller on ``plane`` if the world needs one, stopped again at the plane's reset. Started
-    after the objects, its informers list every claim and PV before it syncs any: running while they are created one by one, it finds a bound
-    claim whose PV it has not seen yet and marks the claim Lost (until its PV arrives), which
-    keeps the pod off every node in whichever scheduler looks at that moment."""
+    after the objects, its informers list every claim and PV before it syncs any: running while
+    they are created one by one, it finds a bound claim whose PV it has not seen yet and marks the
+    claim Lost (until its PV arrives), which keeps the pod off every node in whichever scheduler
+    looks at that moment."""
     settle_quota(plane.api, world)
     if needs_pv_controller(world) and getattr(plane, "pv_controller", None) is None:
         plane.pv_controller = PVController(plane)

@@ -223,7 +223,7 @@ def connect(
         calls = CurlCalls(
             TLS(cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file, bool(cfg.verify_ssl)) if tls and cfg else None
         )
-    return Connection(url, pool, cfg, calls, http2)
+    return Connection(url, pool, cfg, calls, http2=http2)
 
 
 def status_of(exc: BaseException) -> int:
